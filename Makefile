@@ -1,0 +1,47 @@
+# The two commands: `make demo` and `make test`. Every target sets itself up.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
+
+.PHONY: demo test test-unit lint bench up down status jars clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+jars: $(STAMP)
+	$(PY) -m metalog.jars
+
+demo: jars
+	$(PY) -m metalog.cli up
+	$(PY) -m metalog.demo
+
+test: jars
+	$(PY) -m pytest
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -m "not integration and not spark"
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m mypy events producers projector streaming metalog
+
+bench: jars
+	$(PY) -m bench.baseline
+
+up: jars
+	$(PY) -m metalog.cli up
+
+down: $(STAMP)
+	$(PY) -m metalog.cli down
+
+status: $(STAMP)
+	$(PY) -m metalog.cli status
+
+clean:
+	-$(PY) -m metalog.cli down
+	rm -rf .metalog
