@@ -1,0 +1,75 @@
+"""Topic names and partitioning: the wire layout every client shares.
+
+All records of a catalog live in one partition of each topic, chosen by
+murmur2 of the catalog name exactly as the Java client does, so JVM and
+Python producers agree on where a catalog lives.
+"""
+
+from dataclasses import dataclass
+
+DEFAULT_PREFIX = "metalog"
+
+
+@dataclass(frozen=True, slots=True)
+class Topics:
+    """The four topic names under one prefix (DESIGN.md, "Topics")."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    @property
+    def commands(self) -> str:
+        """Commands from services to the catalog's leader."""
+        return f"{self.prefix}.commands"
+
+    @property
+    def events(self) -> str:
+        """The log: change and control events, kept forever."""
+        return f"{self.prefix}.events"
+
+    @property
+    def replies(self) -> str:
+        """The outcome of each command, keyed by the client id."""
+        return f"{self.prefix}.replies"
+
+    @property
+    def dlq(self) -> str:
+        """Records a consumer could not decode or apply, with the reason in headers."""
+        return f"{self.prefix}.dlq"
+
+    def all(self) -> tuple[str, str, str, str]:
+        """Every topic name."""
+        return (self.commands, self.events, self.replies, self.dlq)
+
+
+_M = 0x5BD1E995
+_MASK = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 hash (`org.apache.kafka.common.utils.Utils.murmur2`), unsigned."""
+    length = len(data)
+    h = (0x9747B28C ^ length) & _MASK
+    whole = length - length % 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
+    tail = length % 4
+    if tail == 3:
+        h ^= data[whole + 2] << 16
+    if tail >= 2:
+        h ^= data[whole + 1] << 8
+    if tail >= 1:
+        h ^= data[whole]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """The partition the Java default partitioner picks for `key`."""
+    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
