@@ -17,10 +17,12 @@ SQL reserved words (`SELECT`, `TABLE`…) are not reserved: the attributes sit
 inside a quoted literal, so the SQL parser never sees them as tokens.
 """
 
-from collections.abc import Iterable
 
 from events.values import Label
 from producers.errors import InvalidAttributes
+from projector.labels import format_attributes
+
+__all__ = ["format_attributes", "parse_attributes"]
 
 RESERVED_CHARACTERS = frozenset(",=\"'")
 """Characters no key or value may contain."""
@@ -76,18 +78,6 @@ def parse_attributes(text: str) -> tuple[Label, ...]:
     return tuple(labels)
 
 
-def format_attributes(labels: Iterable[Label]) -> str:
-    """Render labels as TiDB's attribute string, `k=v,k1=v1`.
-
-    `parse_attributes(format_attributes(labels)) == labels` for valid labels.
-
-    Args:
-        labels: The labels, in display order.
-
-    Returns:
-        The items joined by `,` with no spaces; `""` for no labels.
-    """
-    return ",".join(f"{label.key}={label.value}" for label in labels)
 
 
 def _parse_item(item: str, position: int) -> Label:

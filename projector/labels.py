@@ -16,7 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from events.values import KeyRange, Label, LabelRuleValue, TableInfoValue
-from producers.attributes import format_attributes
 
 RULE_ID_PREFIX = "schema"
 """TiDB's `label.IDPrefix`."""
@@ -186,6 +185,20 @@ def effective_labels(
     inherited = table_rule.labels if table_rule is not None else ()
     own_keys = {label.key for label in own}
     return own + tuple(label for label in inherited if label.key not in own_keys)
+
+
+def format_attributes(labels: Iterable[Label]) -> str:
+    """Render labels as TiDB's attribute string, `k=v,k1=v1`.
+
+    `parse_attributes(format_attributes(labels)) == labels` for valid labels.
+
+    Args:
+        labels: The labels, in display order.
+
+    Returns:
+        The items joined by `,` with no spaces; `""` for no labels.
+    """
+    return ",".join(f"{label.key}={label.value}" for label in labels)
 
 
 @dataclass(frozen=True)
