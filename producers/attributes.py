@@ -17,7 +17,6 @@ SQL reserved words (`SELECT`, `TABLE`…) are not reserved: the attributes sit
 inside a quoted literal, so the SQL parser never sees them as tokens.
 """
 
-
 from events.values import Label
 from producers.errors import InvalidAttributes
 from projector.labels import format_attributes
@@ -76,8 +75,6 @@ def parse_attributes(text: str) -> tuple[Label, ...]:
         seen[folded] = label.key
         labels.append(label)
     return tuple(labels)
-
-
 
 
 def _parse_item(item: str, position: int) -> Label:
