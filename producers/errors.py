@@ -1,6 +1,13 @@
 """Why a command is rejected: one typed error per rule, carried by `Rejected`."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from events.errors import MetalogError
+
+if TYPE_CHECKING:
+    from events.replies import Rejected
 
 
 class CommandRejected(MetalogError):
@@ -30,3 +37,72 @@ class CommandRejected(MetalogError):
 
 class InvalidAttributes(CommandRejected):
     """A TiDB attribute string (`k=v[,k1=v1…]`) is malformed."""
+
+
+# -- the write path on Kafka: not rejections, nothing was decided --------------
+
+
+class LeaderUnavailable(MetalogError):
+    """The commands cannot reach a leader (topics missing, cluster down)."""
+
+
+class CommandOutcomeUnknown(MetalogError):
+    """No reply came in time: the command may or may not have been applied."""
+
+    def __init__(self, command_id: str) -> None:
+        self.command_id = command_id
+        super().__init__(
+            f"no outcome for command `{command_id}` in time: retry with the same "
+            "command_id (a retry is applied at most once and returns the first outcome)"
+        )
+
+
+class NotLeader(MetalogError):
+    """An in-process submit reached a process that does not own the catalog."""
+
+    def __init__(self, catalog: str, partition: int) -> None:
+        self.catalog = catalog
+        self.partition = partition
+        super().__init__(
+            f"this process does not lead catalog `{catalog}` (partition {partition}): "
+            "send the command with MetadataClient, which reaches the leader"
+        )
+
+
+class Fenced(MetalogError):
+    """A newer owner of the partition fenced this leader: it must step down."""
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        super().__init__(
+            f"the leader of partition {partition} was fenced by a newer owner: "
+            "nothing it wrote since is visible; this process stops leading it"
+        )
+
+
+class TransactionFailed(MetalogError):
+    """A batch's transaction did not commit; state is rebuilt from the log."""
+
+
+class PoisonCommand(CommandRejected):
+    """The leader could not read the command (undecodable, unknown type, too large)."""
+
+
+def rejection_from_reply(reply: Rejected) -> CommandRejected:
+    """The typed error a `Rejected` reply stands for, raised again on the client side."""
+    kinds: dict[str, type[CommandRejected]] = {}
+    pending: list[type[CommandRejected]] = [CommandRejected]
+    while pending:
+        kind = pending.pop()
+        kinds[kind.__name__] = kind
+        pending.extend(kind.__subclasses__())
+    kind = kinds.get(reply.code, CommandRejected)
+    # Bypass subclass constructors: the reply already holds the final message.
+    error = kind.__new__(kind)
+    CommandRejected.__init__(
+        error,
+        reply.message,
+        current_version=reply.current_version,
+        current_resource_version=reply.current_resource_version,
+    )
+    return error
