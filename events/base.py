@@ -1,6 +1,14 @@
 """The base of every wire model: frozen, strict, mirrored by an Avro record."""
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+LONG_MIN = -(2**63)
+LONG_MAX = 2**63 - 1
+
+Long = Annotated[int, Field(ge=LONG_MIN, le=LONG_MAX)]
+"""An integer within Avro `long` range: every integer field of the contract is one."""
 
 
 class Record(BaseModel):

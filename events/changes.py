@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from events.base import Record
+from events.base import Long, Record
 from events.values import KeyValue
 
 
@@ -34,7 +34,7 @@ class KeyAtVersion(Record):
 
     type: Literal["KeyAtVersion"] = "KeyAtVersion"
     key: str
-    version: int
+    version: Long
 
 
 class ValueEquals(Record):

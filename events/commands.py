@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from events.base import Record
+from events.base import Long, Record
 from events.values import Column, TableRouteValue
 
 
@@ -20,8 +20,8 @@ class CommandBase(Record):
     command_id: str
     catalog: str
     actor: str
-    expected_version: int | None = None
-    expected_resource_version: int | None = None
+    expected_version: Long | None = None
+    expected_resource_version: Long | None = None
     reply_to: str | None = None
 
 
@@ -40,8 +40,8 @@ class CreateTable(TableCommand):
     primary_key: tuple[str, ...] = ()
     options: dict[str, str] = Field(default_factory=dict)
     partitions: tuple[str, ...] = ()
-    regions: int = 1
-    datanodes: tuple[int, ...] = (1,)
+    regions: Long = 1
+    datanodes: tuple[Long, ...] = (1,)
 
 
 class DropTable(TableCommand):
@@ -54,14 +54,14 @@ class RecoverTable(TableCommand):
     """Bring back a dropped table (the newest dropped one of that name, or `table_id`)."""
 
     type: Literal["RecoverTable"] = "RecoverTable"
-    table_id: int | None = None
+    table_id: Long | None = None
 
 
 class PurgeTable(CommandBase):
     """Delete a dropped table's removed keys and label rules (GC)."""
 
     type: Literal["PurgeTable"] = "PurgeTable"
-    table_id: int
+    table_id: Long
 
 
 class RenameTable(TableCommand):
@@ -115,16 +115,16 @@ class ExchangePartition(TableCommand):
     partition_name: str
     other_schema_name: str
     other_table_name: str
-    other_expected_version: int | None = None
+    other_expected_version: Long | None = None
 
 
 class FailoverRegion(CommandBase):
     """Move a region's leader to another datanode if the route still equals the snapshot."""
 
     type: Literal["FailoverRegion"] = "FailoverRegion"
-    table_id: int
-    region_id: int
-    to_datanode: int
+    table_id: Long
+    region_id: Long
+    to_datanode: Long
     expected_route: TableRouteValue
 
 
@@ -147,15 +147,15 @@ class Publish(CommandBase):
     """Publish a table's pending changes at `epoch` (WiredTiger `publish`)."""
 
     type: Literal["Publish"] = "Publish"
-    table_id: int
-    epoch: int
+    table_id: Long
+    epoch: Long
 
 
 class AdvanceStableEpoch(CommandBase):
     """Release every change published at or below `epoch` to followers."""
 
     type: Literal["AdvanceStableEpoch"] = "AdvanceStableEpoch"
-    epoch: int
+    epoch: Long
 
 
 class SetPublishMode(CommandBase):

@@ -2,7 +2,7 @@
 
 from pydantic import AwareDatetime
 
-from events.base import Record
+from events.base import Long, Record
 from events.changes import Mutation, Requirement
 from events.intents import CHANGE_INTENTS, Intent
 from events.values import TableVersion
@@ -13,14 +13,15 @@ class Event(Record):
 
     `resource_version` is dense per catalog from 1. `schema_epoch` is 0 while a
     change is pending publication. `hash = sha256(prev_hash || canonical body)`
-    chains the catalog's events (see `events.chain`).
+    chains the catalog's events (see `events.chain`). `trace_id` (schema v2)
+    is the tracing id of the command that caused the event, if any.
     """
 
     event_id: str
     catalog: str
-    resource_version: int
-    leader_epoch: int
-    schema_epoch: int
+    resource_version: Long
+    leader_epoch: Long
+    schema_epoch: Long
     command_id: str | None = None
     actor: str
     occurred_at: AwareDatetime
@@ -30,6 +31,7 @@ class Event(Record):
     mutations: tuple[Mutation, ...] = ()
     prev_hash: bytes
     hash: bytes
+    trace_id: str | None = None
 
     @property
     def is_change(self) -> bool:

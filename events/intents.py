@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from events.base import Record
+from events.base import Long, Record
 from events.values import Column, Label, PartitionDef
 
 
@@ -16,7 +16,7 @@ class TableCreated(Record):
     """A table was created (GreptimeDB: all its keys in one transaction)."""
 
     type: Literal["TableCreated"] = "TableCreated"
-    table_id: int
+    table_id: Long
     schema_name: str
     table_name: str
 
@@ -25,7 +25,7 @@ class TableDropped(Record):
     """A table was dropped: info and route moved under `__removed-`."""
 
     type: Literal["TableDropped"] = "TableDropped"
-    table_id: int
+    table_id: Long
     schema_name: str
     table_name: str
 
@@ -34,7 +34,7 @@ class TableRecovered(Record):
     """A dropped table was brought back under its name; label rules untouched."""
 
     type: Literal["TableRecovered"] = "TableRecovered"
-    table_id: int
+    table_id: Long
     schema_name: str
     table_name: str
 
@@ -43,14 +43,14 @@ class TablePurged(Record):
     """A dropped table's removed keys and label rules were deleted (GC)."""
 
     type: Literal["TablePurged"] = "TablePurged"
-    table_id: int
+    table_id: Long
 
 
 class TableRenamed(Record):
     """A table's name changed."""
 
     type: Literal["TableRenamed"] = "TableRenamed"
-    table_id: int
+    table_id: Long
     schema_name: str
     old_table_name: str
     new_table_name: str
@@ -60,7 +60,7 @@ class TableAltered(Record):
     """A table's columns or options changed."""
 
     type: Literal["TableAltered"] = "TableAltered"
-    table_id: int
+    table_id: Long
     add_columns: tuple[Column, ...] = ()
     drop_columns: tuple[str, ...] = ()
     set_options: dict[str, str] = Field(default_factory=dict)
@@ -70,16 +70,16 @@ class TableAltered(Record):
 class IdChange(Record):
     """An id replaced by a new one (truncate gives new ids, as TiDB does)."""
 
-    old_id: int
-    new_id: int
+    old_id: Long
+    new_id: Long
 
 
 class TableTruncated(Record):
     """A table was truncated: it and its partitions got new ids."""
 
     type: Literal["TableTruncated"] = "TableTruncated"
-    table_id: int
-    new_table_id: int
+    table_id: Long
+    new_table_id: Long
     partition_ids: tuple[IdChange, ...] = ()
 
 
@@ -87,7 +87,7 @@ class PartitionAdded(Record):
     """A partition was added to a table."""
 
     type: Literal["PartitionAdded"] = "PartitionAdded"
-    table_id: int
+    table_id: Long
     partition: PartitionDef
 
 
@@ -95,7 +95,7 @@ class PartitionDropped(Record):
     """A partition was dropped; its label rule went with it."""
 
     type: Literal["PartitionDropped"] = "PartitionDropped"
-    table_id: int
+    table_id: Long
     partition: PartitionDef
 
 
@@ -103,30 +103,30 @@ class PartitionTruncated(Record):
     """A partition was truncated and got a new id."""
 
     type: Literal["PartitionTruncated"] = "PartitionTruncated"
-    table_id: int
+    table_id: Long
     partition_name: str
-    old_partition_id: int
-    new_partition_id: int
+    old_partition_id: Long
+    new_partition_id: Long
 
 
 class PartitionExchanged(Record):
     """A partition and a plain table swapped ids (and label rules)."""
 
     type: Literal["PartitionExchanged"] = "PartitionExchanged"
-    table_id: int
+    table_id: Long
     partition_name: str
-    partition_id: int
-    other_table_id: int
+    partition_id: Long
+    other_table_id: Long
 
 
 class RegionFailedOver(Record):
     """A region's leader moved to another datanode."""
 
     type: Literal["RegionFailedOver"] = "RegionFailedOver"
-    table_id: int
-    region_id: int
-    from_datanode: int
-    to_datanode: int
+    table_id: Long
+    region_id: Long
+    from_datanode: Long
+    to_datanode: Long
 
 
 class AttributesSet(Record):
@@ -134,7 +134,7 @@ class AttributesSet(Record):
 
     type: Literal["AttributesSet"] = "AttributesSet"
     rule_id: str
-    table_id: int
+    table_id: Long
     partition_name: str | None = None
     labels: tuple[Label, ...]
 
@@ -144,7 +144,7 @@ class AttributesReset(Record):
 
     type: Literal["AttributesReset"] = "AttributesReset"
     rule_id: str
-    table_id: int
+    table_id: Long
     partition_name: str | None = None
 
 
@@ -172,16 +172,26 @@ class EpochAssigned(Record):
     """`Publish(table, epoch)`: the table's pending changes got `epoch`."""
 
     type: Literal["EpochAssigned"] = "EpochAssigned"
-    table_id: int
-    epoch: int
-    resource_versions: tuple[int, ...]
+    table_id: Long
+    epoch: Long
+    resource_versions: tuple[Long, ...]
 
 
 class StableEpochAdvanced(Record):
     """The stable epoch moved up: changes at or below it become visible."""
 
     type: Literal["StableEpochAdvanced"] = "StableEpochAdvanced"
-    epoch: int
+    epoch: Long
+
+
+class LeaderResigned(Record):
+    """A leader gave the catalog up cleanly; no leader serves it until the next `LeaderElected`.
+
+    Added in schema v2 of the event: nothing changes but the resource version.
+    """
+
+    type: Literal["LeaderResigned"] = "LeaderResigned"
+    leader_id: str
 
 
 ChangeIntent = (
@@ -202,7 +212,9 @@ ChangeIntent = (
 )
 """Intents of change events: they carry mutations and wait for publication."""
 
-ControlIntent = Reloaded | PublishModeSet | LeaderElected | EpochAssigned | StableEpochAdvanced
+ControlIntent = (
+    Reloaded | PublishModeSet | LeaderElected | EpochAssigned | StableEpochAdvanced | LeaderResigned
+)
 """Intents of control events: no mutations, visible at once."""
 
 Intent = Annotated[ChangeIntent | ControlIntent, Field(discriminator="type")]

@@ -4,7 +4,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from events.base import Record
+from events.base import Long, Record
 from events.values import TableVersion
 
 
@@ -14,9 +14,9 @@ class Committed(Record):
     type: Literal["Committed"] = "Committed"
     command_id: str
     catalog: str
-    resource_version: int
+    resource_version: Long
     tables: tuple[TableVersion, ...] = ()
-    schema_epoch: int
+    schema_epoch: Long
 
 
 class Rejected(Record):
@@ -31,8 +31,8 @@ class Rejected(Record):
     catalog: str
     code: str
     message: str
-    current_version: int | None = None
-    current_resource_version: int | None = None
+    current_version: Long | None = None
+    current_resource_version: Long | None = None
 
 
 Reply = Annotated[Committed | Rejected, Field(discriminator="type")]

@@ -18,7 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from events.base import Record
+from events.base import Long, Record
 
 
 class Column(Record):
@@ -33,7 +33,7 @@ class Column(Record):
 class PartitionDef(Record):
     """One partition of a partitioned table; its id is a physical table id (TiDB)."""
 
-    partition_id: int
+    partition_id: Long
     name: str
 
 
@@ -41,7 +41,7 @@ class TableInfoValue(Record):
     """`__table_info/{table_id}`: the table's definition and its version (epoch)."""
 
     type: Literal["TableInfoValue"] = "TableInfoValue"
-    table_id: int
+    table_id: Long
     catalog: str
     schema_name: str
     table_name: str
@@ -49,29 +49,29 @@ class TableInfoValue(Record):
     primary_key: tuple[str, ...] = ()
     options: dict[str, str] = Field(default_factory=dict)
     partitions: tuple[PartitionDef, ...] = ()
-    version: int
+    version: Long
 
 
 class TableNameValue(Record):
     """`__table_name/{catalog}/{schema}/{table}`: the id a name points to."""
 
     type: Literal["TableNameValue"] = "TableNameValue"
-    table_id: int
+    table_id: Long
 
 
 class RegionRoute(Record):
     """Where one region of a table is served."""
 
-    region_id: int
-    leader_datanode: int
-    follower_datanodes: tuple[int, ...] = ()
+    region_id: Long
+    leader_datanode: Long
+    follower_datanodes: tuple[Long, ...] = ()
 
 
 class TableRouteValue(Record):
     """`__table_route/{table_id}`: the routes of all the table's regions."""
 
     type: Literal["TableRouteValue"] = "TableRouteValue"
-    table_id: int
+    table_id: Long
     region_routes: tuple[RegionRoute, ...]
 
 
@@ -79,10 +79,10 @@ class DatanodeTableValue(Record):
     """`__dn_table/{datanode_id}/{table_id}`: the regions a datanode serves for a table."""
 
     type: Literal["DatanodeTableValue"] = "DatanodeTableValue"
-    datanode_id: int
-    table_id: int
-    regions: tuple[int, ...]
-    version: int
+    datanode_id: Long
+    table_id: Long
+    regions: tuple[Long, ...]
+    version: Long
 
 
 class Label(Record):
@@ -119,5 +119,5 @@ KeyValue = Annotated[
 class TableVersion(Record):
     """A table touched by an event and the version the event leaves it at."""
 
-    table_id: int
-    version: int
+    table_id: Long
+    version: Long

@@ -1,0 +1,292 @@
+"""Avro single-object encoding of events, commands and replies.
+
+A record is `C3 01` + the 8-byte CRC-64-AVRO fingerprint of the writer schema
++ the schemaless Avro body. Encoding always uses the current (newest) schema;
+decoding looks the writer schema up by fingerprint and reads with the current
+schema (Avro schema resolution), so every shipped version stays readable.
+
+Two dict shapes exist: the model shape (`model_dump()`, a union branch is a
+dict with a `type` key) and the Avro shape (a union branch is a
+`(full_name, record)` tuple, what fastavro writes and reads). The `*_dict`
+functions take and give the model shape without pydantic: the fast path.
+"""
+
+import functools
+from io import BytesIO
+from typing import Any, get_args
+
+from fastavro import schemaless_reader, schemaless_writer
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from events.avro_shape import compile_converters
+from events.commands import Command
+from events.errors import DecodeError, EncodeError, UnknownSchema
+from events.event import Event
+from events.replies import Reply
+from events.schema_store import (
+    HEADER_LENGTH,
+    MAGIC,
+    SchemaKind,
+    SchemaVersion,
+    default_store,
+)
+
+_MODELS: dict[SchemaKind, Any] = {"event": Event, "command": Command, "reply": Reply}
+_WRAPPER_FIELD: dict[SchemaKind, str | None] = {
+    "event": None,
+    "command": "command",
+    "reply": "reply",
+}
+
+
+class KindCodec:
+    """The codec of one record kind, built once from the shipped schemas.
+
+    Args:
+        kind: The record kind.
+    """
+
+    def __init__(self, kind: SchemaKind) -> None:
+        store = default_store()
+        self.kind = kind
+        self.current = store.current(kind)
+        self._store = store
+        self._writers = {v.fingerprint: v for v in store.versions(kind)}
+        self._reader = self.current.parsed
+        self._header = self.current.header
+        self._field = _WRAPPER_FIELD[kind]
+        self._to_avro, self._from_avro = compile_converters(self._reader)
+        self._adapter: TypeAdapter[Any] = TypeAdapter(_MODELS[kind])
+
+    def to_avro(self, shaped: dict[str, Any]) -> dict[str, Any]:
+        """Turn a model-shaped dict into the Avro shape (wrapping commands and replies)."""
+        if self._field is not None:
+            shaped = {self._field: shaped}
+        try:
+            out: dict[str, Any] = self._to_avro(shaped)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise EncodeError(
+                f"the {self.kind} dict is not in the model shape (a union member needs its "
+                f"`type` key): {exc!r}"
+            ) from exc
+        return out
+
+    def from_avro(self, avro: dict[str, Any]) -> dict[str, Any]:
+        """Turn an Avro-shaped dict into the model shape (unwrapping commands and replies)."""
+        shaped: dict[str, Any] = self._from_avro(avro)
+        return shaped if self._field is None else shaped[self._field]
+
+    def body(self, avro: dict[str, Any], schema: SchemaVersion | None = None) -> bytes:
+        """The schemaless Avro body of an Avro-shaped dict under `schema` (default current)."""
+        fo = BytesIO()
+        self._write(fo, avro, (schema or self.current).parsed)
+        return fo.getvalue()
+
+    def encode_avro(self, avro: dict[str, Any]) -> bytes:
+        """Single-object encode an Avro-shaped dict with the current schema."""
+        fo = BytesIO()
+        fo.write(self._header)
+        self._write(fo, avro, self._reader)
+        return fo.getvalue()
+
+    def _write(self, fo: BytesIO, avro: dict[str, Any], parsed: Any) -> None:
+        try:
+            schemaless_writer(fo, parsed, avro)
+        except Exception as exc:
+            raise EncodeError(
+                f"the {self.kind} does not fit its Avro schema ({type(exc).__name__}: {exc}); "
+                "check field types and that integers fit a 64-bit long"
+            ) from exc
+
+    def read_avro(self, data: bytes) -> tuple[dict[str, Any], SchemaVersion]:
+        """Decode a single-object record to the Avro shape, with its writer schema.
+
+        Raises:
+            DecodeError: The bytes are not one complete record of this kind.
+            UnknownSchema: The writer fingerprint is not a shipped schema.
+        """
+        if type(data) is not bytes:
+            data = bytes(data)
+        size = len(data)
+        if size < HEADER_LENGTH or data[:2] != MAGIC:
+            raise DecodeError(self._bad_header(data))
+        writer = self._writers.get(data[2:HEADER_LENGTH])
+        if writer is None:
+            raise self._foreign(data[2:HEADER_LENGTH])
+        fo = BytesIO(data)
+        fo.seek(HEADER_LENGTH)
+        reader = None if writer is self.current else self._reader
+        try:
+            avro = schemaless_reader(fo, writer.parsed, reader, return_record_name=True)
+        except Exception as exc:
+            raise DecodeError(
+                f"the {self.kind} body (writer v{writer.version}) is truncated or corrupt "
+                f"({type(exc).__name__}: {exc}); re-read it from the log or send it to the DLQ"
+            ) from exc
+        if fo.tell() != size:
+            raise DecodeError(
+                f"{size - fo.tell()} trailing byte(s) after a complete {self.kind}: the record "
+                "holds garbage after the Avro body; send it to the DLQ"
+            )
+        if not isinstance(avro, dict):
+            raise DecodeError(f"the {self.kind} body is not an Avro record")
+        return avro, writer
+
+    def decode_dict(self, data: bytes) -> dict[str, Any]:
+        """Decode to the model-shaped dict without pydantic validation."""
+        avro, _ = self.read_avro(data)
+        try:
+            return self.from_avro(avro)
+        except Exception as exc:  # a writer schema whose unions the reader lacks
+            raise DecodeError(f"the {self.kind} body has an unexpected shape: {exc}") from exc
+
+    def validate(self, shaped: dict[str, Any]) -> Any:
+        """Validate a model-shaped dict into the model.
+
+        Raises:
+            DecodeError: The dict does not validate.
+        """
+        try:
+            return self._adapter.validate_python(shaped)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(record)"
+            raise DecodeError(
+                f"the {self.kind} does not validate ({exc.error_count()} error(s); first at "
+                f"{where}: {first['msg']}); the writer broke the contract, send it to the DLQ"
+            ) from exc
+
+    def _bad_header(self, data: bytes) -> str:
+        if not data:
+            return f"empty record where a {self.kind} was expected"
+        if data[:2] != MAGIC[: len(data[:2])]:
+            return (
+                f"the record starts with {data[:2].hex()} instead of c301: it is not "
+                "Avro single-object encoded (wrong topic or serializer?)"
+            )
+        return f"{len(data)} byte(s) is shorter than the {HEADER_LENGTH}-byte header"
+
+    def _foreign(self, fingerprint: bytes) -> DecodeError:
+        other = self._store.by_fingerprint.get(fingerprint)
+        if other is None:
+            return UnknownSchema(fingerprint)
+        return DecodeError(
+            f"the record is a {other.kind} (schema v{other.version}), not a {self.kind}: "
+            f"read it with decode_{other.kind}"
+        )
+
+
+@functools.cache
+def codec(kind: SchemaKind) -> KindCodec:
+    """The codec of `kind`, built once."""
+    return KindCodec(kind)
+
+
+_COMMAND_TYPES = frozenset(get_args(get_args(Command)[0]))
+_REPLY_TYPES = frozenset(get_args(get_args(Reply)[0]))
+
+
+def kind_of(model: BaseModel) -> SchemaKind:
+    """The record kind a model encodes as.
+
+    Raises:
+        TypeError: The model is not an event, a command or a reply.
+    """
+    if isinstance(model, Event):
+        return "event"
+    if type(model) in _COMMAND_TYPES:
+        return "command"
+    if type(model) in _REPLY_TYPES:
+        return "reply"
+    raise TypeError(f"{type(model).__name__} is not an Event, a Command or a Reply")
+
+
+def to_avro_dict(model: BaseModel) -> dict[str, Any]:
+    """The Avro-shaped dict fastavro writes for an event, a command or a reply."""
+    return codec(kind_of(model)).to_avro(model.model_dump())
+
+
+def from_avro_dict(kind: SchemaKind, avro: dict[str, Any]) -> Any:
+    """The validated model of an Avro-shaped dict of `kind` (as fastavro reads it).
+
+    Raises:
+        DecodeError: The dict does not have the shape or does not validate.
+    """
+    kind_codec = codec(kind)
+    try:
+        shaped = kind_codec.from_avro(avro)
+    except Exception as exc:
+        raise DecodeError(f"the {kind} dict is not in the Avro shape: {exc!r}") from exc
+    return kind_codec.validate(shaped)
+
+
+def encode_event(event: Event) -> bytes:
+    """Single-object encode an event with the current schema."""
+    kind_codec = codec("event")
+    return kind_codec.encode_avro(kind_codec.to_avro(event.model_dump()))
+
+
+def encode_event_dict(event: dict[str, Any]) -> bytes:
+    """Single-object encode a model-shaped event dict (no pydantic)."""
+    kind_codec = codec("event")
+    return kind_codec.encode_avro(kind_codec.to_avro(event))
+
+
+def decode_event(data: bytes) -> Event:
+    """Decode and validate an event; raises `DecodeError` or `UnknownSchema`."""
+    kind_codec = codec("event")
+    event: Event = kind_codec.validate(kind_codec.decode_dict(data))
+    return event
+
+
+def decode_event_dict(data: bytes) -> dict[str, Any]:
+    """Decode an event to its model-shaped dict, unvalidated: the fast path."""
+    return codec("event").decode_dict(data)
+
+
+def encode_command(command: Command) -> bytes:
+    """Single-object encode a command with the current schema."""
+    kind_codec = codec("command")
+    return kind_codec.encode_avro(kind_codec.to_avro(command.model_dump()))
+
+
+def encode_command_dict(command: dict[str, Any]) -> bytes:
+    """Single-object encode a model-shaped command dict (no pydantic)."""
+    kind_codec = codec("command")
+    return kind_codec.encode_avro(kind_codec.to_avro(command))
+
+
+def decode_command(data: bytes) -> Command:
+    """Decode and validate a command; raises `DecodeError` or `UnknownSchema`."""
+    kind_codec = codec("command")
+    command: Command = kind_codec.validate(kind_codec.decode_dict(data))
+    return command
+
+
+def decode_command_dict(data: bytes) -> dict[str, Any]:
+    """Decode a command to its model-shaped dict, unvalidated."""
+    return codec("command").decode_dict(data)
+
+
+def encode_reply(reply: Reply) -> bytes:
+    """Single-object encode a reply with the current schema."""
+    kind_codec = codec("reply")
+    return kind_codec.encode_avro(kind_codec.to_avro(reply.model_dump()))
+
+
+def encode_reply_dict(reply: dict[str, Any]) -> bytes:
+    """Single-object encode a model-shaped reply dict (no pydantic)."""
+    kind_codec = codec("reply")
+    return kind_codec.encode_avro(kind_codec.to_avro(reply))
+
+
+def decode_reply(data: bytes) -> Reply:
+    """Decode and validate a reply; raises `DecodeError` or `UnknownSchema`."""
+    kind_codec = codec("reply")
+    reply: Reply = kind_codec.validate(kind_codec.decode_dict(data))
+    return reply
+
+
+def decode_reply_dict(data: bytes) -> dict[str, Any]:
+    """Decode a reply to its model-shaped dict, unvalidated."""
+    return codec("reply").decode_dict(data)
