@@ -59,7 +59,7 @@ def for_annotation(annotation: Any) -> st.SearchStrategy[Any]:
 def for_model(model: type[BaseModel], **fixed: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     """`st.builds(model)` with every field (defaults included) drawn from its annotation."""
     kwargs = {
-        name: fixed.get(name) or for_annotation(field.annotation)
+        name: fixed[name] if name in fixed else for_annotation(field.annotation)
         for name, field in model.model_fields.items()
         if name != "type"
     }
