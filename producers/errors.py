@@ -106,3 +106,94 @@ def rejection_from_reply(reply: Rejected) -> CommandRejected:
         current_resource_version=reply.current_resource_version,
     )
     return error
+
+
+# -- the domain rules (producers.rules): one class per rule, named in the reply ---
+
+
+class InvalidCommand(CommandRejected):
+    """The command is malformed on its own (no datanodes, a duplicate partition name…)."""
+
+
+class VersionConflict(CommandRejected):
+    """The caller's `expected_version` or `expected_resource_version` is stale (Hasura's 409).
+
+    `current_version` / `current_resource_version` carry the value to re-read from.
+    """
+
+    @classmethod
+    def of_table(cls, name: str, expected: int, current: int) -> VersionConflict:
+        """A table is not at the version the caller read."""
+        return cls(
+            f"table `{name}` is at version {current}, not {expected}: re-read it and retry",
+            current_version=current,
+        )
+
+    @classmethod
+    def of_catalog(cls, catalog: str, expected: int, current: int) -> VersionConflict:
+        """The catalog moved past the resource_version the caller read."""
+        return cls(
+            f"catalog `{catalog}` is at resource_version {current}, not {expected}: "
+            "re-read the metadata and retry",
+            current_resource_version=current,
+        )
+
+
+class NameTaken(CommandRejected):
+    """A live table already has the name."""
+
+
+class TableNotFound(CommandRejected):
+    """No live (or, for purge/recover, dropped) table matches."""
+
+
+class NotRemoved(CommandRejected):
+    """Purge of a table that is live, not dropped: drop it first."""
+
+
+class PartitionNotFound(CommandRejected):
+    """The table has no partition of that name."""
+
+
+class PartitionExists(CommandRejected):
+    """The table already has a partition of that name."""
+
+
+class ColumnExists(CommandRejected):
+    """An added column's name is taken."""
+
+
+class ColumnNotFound(CommandRejected):
+    """A dropped column does not exist."""
+
+
+class RegionNotFound(CommandRejected):
+    """The table's route has no such region."""
+
+
+class RouteChanged(CommandRejected):
+    """The route moved since the caller's snapshot (GreptimeDB's failover compare)."""
+
+
+class NoAttributes(CommandRejected):
+    """Reset of a table or partition that has no label rule (a no-op is not written)."""
+
+
+class WrongPublishMode(CommandRejected):
+    """The command needs the other publish mode (Publish in auto mode, a no-op switch)."""
+
+
+class ChangesPending(CommandRejected):
+    """Switching to auto mode while changes wait for an epoch."""
+
+
+class NothingToPublish(CommandRejected):
+    """Publish of a table with no pending change without an epoch."""
+
+
+class EpochRegression(CommandRejected):
+    """Publish at an epoch below one the table already has (pending or published)."""
+
+
+class EpochNotAboveStable(CommandRejected):
+    """Publish or AdvanceStableEpoch at an epoch not above the stable epoch."""

@@ -1,0 +1,165 @@
+"""`decide(image, command, stamp) -> Event | Rejection`: the leader's pure core.
+
+The image is the leader's (`head` is what it decides on); the stamp carries
+the time and the event id, so nothing here reads a clock or a random source.
+The event continues the chain: `resource_version + 1`, the image's
+`leader_epoch`, `prev_hash = image.last_hash`, sealed by `events.chain.seal`.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from events.chain import seal
+from events.commands import (
+    AddPartition,
+    AdvanceStableEpoch,
+    AlterTable,
+    Command,
+    CreateTable,
+    DropPartition,
+    DropTable,
+    ExchangePartition,
+    FailoverRegion,
+    Publish,
+    PurgeTable,
+    RecoverTable,
+    Reload,
+    RenameTable,
+    ResetAttributes,
+    SetAttributes,
+    SetPublishMode,
+    TruncatePartition,
+    TruncateTable,
+)
+from events.event import Event
+from events.intents import LeaderElected
+from events.replies import Rejected
+from producers.errors import CommandRejected, InvalidCommand, VersionConflict
+from producers.rules import attributes, partitions, publication, regions, tables
+from producers.rules.common import Change, Decision
+from projector.image import Image
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What the caller stamps on an event: its id and when it happened (aware UTC).
+
+    Raises:
+        ValueError: `occurred_at` is not UTC-aware.
+    """
+
+    event_id: str
+    occurred_at: datetime
+
+    def __post_init__(self) -> None:
+        if self.occurred_at.utcoffset() != timedelta(0):
+            raise ValueError(f"stamp {self.event_id}: occurred_at must be aware UTC")
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A refused command: the typed error, and nothing to write."""
+
+    error: CommandRejected
+
+    def reply(self, command: Command) -> Rejected:
+        """The `Rejected` reply for the command's client."""
+        return Rejected(
+            command_id=command.command_id,
+            catalog=command.catalog,
+            code=self.error.code,
+            message=self.error.message,
+            current_version=self.error.current_version,
+            current_resource_version=self.error.current_resource_version,
+        )
+
+
+_RULES: dict[type[Any], Callable[[Image, Any], Decision]] = {
+    CreateTable: tables.create,
+    DropTable: tables.drop,
+    RecoverTable: tables.recover,
+    PurgeTable: tables.purge,
+    RenameTable: tables.rename,
+    AlterTable: tables.alter,
+    TruncateTable: tables.truncate,
+    AddPartition: partitions.add,
+    DropPartition: partitions.drop,
+    TruncatePartition: partitions.truncate,
+    ExchangePartition: partitions.exchange,
+    FailoverRegion: regions.failover,
+    SetAttributes: attributes.set_attributes,
+    ResetAttributes: attributes.reset_attributes,
+    Publish: publication.publish,
+    AdvanceStableEpoch: publication.advance_stable_epoch,
+    SetPublishMode: publication.set_publish_mode,
+    Reload: publication.reload,
+}
+
+
+def decide(image: Image, command: Command, stamp: Stamp) -> Event | Rejection:
+    """Decide a command against the image's head.
+
+    Args:
+        image: The leader's image of the command's catalog.
+        command: The command.
+        stamp: The new event's id and time.
+
+    Returns:
+        The sealed event at `image.resource_version + 1`, or the `Rejection`.
+    """
+    try:
+        if command.catalog != image.catalog:
+            raise InvalidCommand(
+                f"command for catalog `{command.catalog}` reached catalog `{image.catalog}`"
+                ": send it with the catalog it is for"
+            )
+        expected = command.expected_resource_version
+        if expected is not None and expected != image.resource_version:
+            raise VersionConflict.of_catalog(image.catalog, expected, image.resource_version)
+        decision = _RULES[type(command)](image, command)
+    except CommandRejected as error:
+        return Rejection(error)
+    return _event(image, decision, stamp, command.command_id, command.actor)
+
+
+def elect(image: Image, leader_id: str, stamp: Stamp) -> Event:
+    """The `LeaderElected` event a new leader writes first (`leader_epoch + 1`)."""
+    return _event(
+        image, LeaderElected(leader_id=leader_id), stamp, None, leader_id, image.leader_epoch + 1
+    )
+
+
+def _event(
+    image: Image,
+    decision: Decision | LeaderElected,
+    stamp: Stamp,
+    command_id: str | None,
+    actor: str,
+    leader_epoch: int | None = None,
+) -> Event:
+    common = {
+        "event_id": stamp.event_id,
+        "catalog": image.catalog,
+        "resource_version": image.resource_version + 1,
+        "leader_epoch": image.leader_epoch if leader_epoch is None else leader_epoch,
+        "command_id": command_id,
+        "actor": actor,
+        "occurred_at": stamp.occurred_at,
+        "prev_hash": image.last_hash,
+        "hash": b"",
+    }
+    if isinstance(decision, Change):
+        auto = image.publish_mode == "auto"
+        event = Event(
+            **common,
+            schema_epoch=image.stable_epoch + 1 if auto else 0,
+            tables=decision.tables,
+            intent=decision.intent,
+            requirements=decision.requirements,
+            mutations=decision.mutations,
+        )
+    else:
+        event = Event(**common, schema_epoch=0, intent=decision)
+    return seal(event)

@@ -1,0 +1,128 @@
+"""`LocalCatalog`: decide + apply in memory, for tests and for the leader to embed.
+
+Dedupe: a command retried with the same `command_id` returns its first
+outcome and writes nothing. The window keeps the last `DEDUPE_WINDOW`
+outcomes (oldest evicted first). Committed outcomes are rebuilt from a
+replayed log (each event carries its `command_id`); rejections write nothing
+to the log, so after a rebuild a retried rejected command is decided again.
+"""
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+
+from events.commands import Command
+from events.event import Event
+from events.replies import Committed
+from producers.decide import Rejection, Stamp, decide, elect
+from producers.errors import CommandRejected
+from projector.apply import apply
+from projector.image import Image
+
+__all__ = ["DEDUPE_WINDOW", "LocalCatalog", "Stamp"]
+
+DEDUPE_WINDOW = 10_000
+"""Recent outcomes kept for dedupe: retries arrive within seconds, not 10k commands later."""
+
+
+class LocalCatalog:
+    """One catalog's leader state in memory.
+
+    Args:
+        catalog: The catalog's name.
+        stamps: Called once per new event for its id and time (inject a
+            deterministic one in tests).
+        window: How many recent outcomes dedupe remembers.
+    """
+
+    def __init__(
+        self, catalog: str, stamps: Callable[[], Stamp], *, window: int = DEDUPE_WINDOW
+    ) -> None:
+        self._stamps = stamps
+        self._window = window
+        self._image = Image.empty(catalog)
+        self._events: list[Event] = []
+        self._new_events: list[Event] = []
+        self._outcomes: OrderedDict[str, Committed | CommandRejected] = OrderedDict()
+
+    @classmethod
+    def from_log(
+        cls, catalog: str, stamps: Callable[[], Stamp], events: Iterable[Event]
+    ) -> "LocalCatalog":
+        """Rebuild from the catalog's log (image and dedupe window)."""
+        local = cls(catalog, stamps)
+        for event in events:
+            local.restore(event)
+        return local
+
+    @property
+    def image(self) -> Image:
+        """The current image."""
+        return self._image
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """The log so far: restored events, then the ones written here."""
+        return tuple(self._events)
+
+    @property
+    def new_events(self) -> list[Event]:
+        """The events written here (not restored), in order; a copy."""
+        return list(self._new_events)
+
+    def restore(self, event: Event) -> None:
+        """Apply an event read from the log (rebuilding the image and the dedupe window)."""
+        self._image = apply(self._image, event)
+        self._events.append(event)
+        if event.command_id is not None:
+            self._remember(event.command_id, _committed(event))
+
+    def elect(self, leader_id: str) -> Event:
+        """Write `LeaderElected` for this leader and return it."""
+        event = elect(self._image, leader_id, self._stamps())
+        self._write(event)
+        return event
+
+    def submit(self, command: Command) -> Committed:
+        """Decide and apply a command.
+
+        Returns:
+            The `Committed` outcome (the first one again for a retried `command_id`).
+
+        Raises:
+            CommandRejected: The command was refused (the first refusal again for a retry).
+        """
+        seen = self._outcomes.get(command.command_id)
+        if seen is not None:
+            if isinstance(seen, CommandRejected):
+                raise seen
+            return seen
+        outcome = decide(self._image, command, self._stamps())
+        if isinstance(outcome, Rejection):
+            self._remember(command.command_id, outcome.error)
+            raise outcome.error
+        self._write(outcome)
+        committed = _committed(outcome)
+        self._remember(command.command_id, committed)
+        return committed
+
+    def _write(self, event: Event) -> None:
+        self._image = apply(self._image, event)
+        self._events.append(event)
+        self._new_events.append(event)
+
+    def _remember(self, command_id: str, outcome: Committed | CommandRejected) -> None:
+        self._outcomes[command_id] = outcome
+        self._outcomes.move_to_end(command_id)
+        while len(self._outcomes) > self._window:
+            self._outcomes.popitem(last=False)
+
+
+def _committed(event: Event) -> Committed:
+    assert event.command_id is not None
+    return Committed(
+        command_id=event.command_id,
+        catalog=event.catalog,
+        resource_version=event.resource_version,
+        tables=event.tables,
+        schema_epoch=event.schema_epoch,
+    )

@@ -1,0 +1,92 @@
+"""Publication rules (WiredTiger): publish modes, Publish, AdvanceStableEpoch; Reload.
+
+In `explicit` mode a change stays pending (epoch 0) until `Publish(table, E)`
+gives the table's pending changes epoch E, and followers see it once the
+stable epoch reaches E. `Publish` fails, in this order, when:
+
+1. the catalog is in auto mode (`WrongPublishMode`: nothing is ever pending);
+2. the table has no pending change without an epoch (`NothingToPublish`);
+3. E is not above the stable epoch (`EpochNotAboveStable`: it would be
+   visible at once, behind changes already released);
+4. a pending change of the table already has an epoch above E, or E is
+   below the table's last published epoch (`EpochRegression`: a table's
+   epochs never go down, so its changes appear in order).
+"""
+
+from events.commands import AdvanceStableEpoch, Publish, Reload, SetPublishMode
+from events.intents import EpochAssigned, PublishModeSet, Reloaded, StableEpochAdvanced
+from producers.errors import (
+    ChangesPending,
+    EpochNotAboveStable,
+    EpochRegression,
+    NothingToPublish,
+    WrongPublishMode,
+)
+from producers.rules.common import check_version, no_expected_version
+from projector.image import Image
+
+
+def publish(image: Image, command: Publish) -> EpochAssigned:
+    """Publish(table, E): the `EpochAssigned` for the table's unassigned pending changes."""
+    if image.publish_mode != "explicit":
+        raise WrongPublishMode(
+            f"catalog `{image.catalog}` publishes automatically: nothing is pending; "
+            "SetPublishMode explicit first to publish by hand"
+        )
+    table, epoch = command.table_id, command.epoch
+    info = image.head.table(table) or image.head.removed_table(table)
+    if info is not None:
+        check_version(info, command.expected_version)
+    changes = image.pending_changes(table)
+    unassigned = tuple(c.resource_version for c in changes if c.epoch == 0)
+    if not unassigned:
+        raise NothingToPublish(
+            f"table id {table} has no pending change without an epoch"
+            + (" (all already have one)" if changes else "")
+            + ": change it first, or advance the stable epoch to release what is assigned"
+        )
+    if epoch <= image.stable_epoch:
+        raise EpochNotAboveStable(
+            f"epoch {epoch} is not above the stable epoch {image.stable_epoch}: "
+            f"publish at {image.stable_epoch + 1} or later"
+        )
+    highest = max(c.epoch for c in changes)
+    last = image.table_epochs.get(table, 0)
+    if highest > epoch or last > epoch:
+        raise EpochRegression(
+            f"table id {table} already has epoch {max(highest, last)}: publish at "
+            f"{max(highest, last)} or later, so its changes stay in order"
+        )
+    return EpochAssigned(table_id=table, epoch=epoch, resource_versions=unassigned)
+
+
+def advance_stable_epoch(image: Image, command: AdvanceStableEpoch) -> StableEpochAdvanced:
+    """AdvanceStableEpoch(E): E must be above the stable epoch."""
+    no_expected_version(command)
+    if command.epoch <= image.stable_epoch:
+        raise EpochNotAboveStable(
+            f"epoch {command.epoch} is not above the stable epoch {image.stable_epoch}: "
+            f"advance to {image.stable_epoch + 1} or later"
+        )
+    return StableEpochAdvanced(epoch=command.epoch)
+
+
+def set_publish_mode(image: Image, command: SetPublishMode) -> PublishModeSet:
+    """SetPublishMode: switch modes; to auto only with nothing pending."""
+    no_expected_version(command)
+    if command.mode == image.publish_mode:
+        raise WrongPublishMode(
+            f"catalog `{image.catalog}` is already in {command.mode} mode: nothing to do"
+        )
+    if command.mode == "auto" and image.pending:
+        raise ChangesPending(
+            f"catalog `{image.catalog}` has {len(image.pending)} pending changes: publish "
+            "them and advance the stable epoch past them before switching to auto"
+        )
+    return PublishModeSet(mode=command.mode)
+
+
+def reload(image: Image, command: Reload) -> Reloaded:
+    """Reload (Hasura): bumps the resource version only."""
+    no_expected_version(command)
+    return Reloaded()

@@ -1,0 +1,123 @@
+"""Compact in-memory forms of the key values, so an image of 100k+ tables stays small.
+
+A pydantic value costs a `__dict__` and a fields-set per instance (~500 bytes
+for a two-field model), which would put a table's five keys near 8 KB. The
+image stores instead:
+
+- `TableInfoValue` as a model whose column tuple, catalog and schema name are
+  shared with equal ones already seen (tables repeat column definitions), and
+  whose fields-set is one shared set;
+- names, routes and datanode tables as slotted tuples of ints;
+- label rules as they are (there are few).
+
+`unpack(pack(v)) == v` for every value; accessors unpack on read.
+"""
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+from events.values import (
+    DatanodeTableValue,
+    KeyValue,
+    LabelRuleValue,
+    RegionRoute,
+    TableInfoValue,
+    TableNameValue,
+    TableRouteValue,
+)
+
+_POOL_LIMIT = 200_000
+"""Entries kept for sharing; past it the pool starts over (only sharing is lost)."""
+
+_pool: dict[object, object] = {}
+
+_T = TypeVar("_T")
+
+
+def _shared(value: _T) -> _T:
+    """An equal object seen before, or `value` itself; a cache, never a semantic."""
+    found = _pool.get(value)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    if len(_pool) >= _POOL_LIMIT:
+        _pool.clear()
+    _pool[value] = value
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class PackedName:
+    """`TableNameValue` without the model."""
+
+    table_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PackedRoute:
+    """`TableRouteValue`: one `(region_id, leader_datanode, followers)` per region."""
+
+    table_id: int
+    routes: tuple[tuple[int, int, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PackedDatanodeTable:
+    """`DatanodeTableValue` without the model."""
+
+    datanode_id: int
+    table_id: int
+    regions: tuple[int, ...]
+    version: int
+
+
+Packed = TableInfoValue | LabelRuleValue | PackedName | PackedRoute | PackedDatanodeTable
+"""What the image stores under a key."""
+
+# One fields-set object for every packed info: the model is frozen, so
+# pydantic never writes to it (model_copy copies it first).
+_INFO_FIELDS_SET = set(TableInfoValue.model_fields)
+
+
+def pack(value: KeyValue) -> Packed:
+    """The compact form of a value, sharing what equal values already hold."""
+    if isinstance(value, TableInfoValue):
+        fields = dict(value)
+        fields["catalog"] = _shared(value.catalog)
+        fields["schema_name"] = _shared(value.schema_name)
+        fields["columns"] = _shared(tuple(_shared(c) for c in value.columns))
+        fields["primary_key"] = _shared(value.primary_key)
+        return TableInfoValue.model_construct(_fields_set=_INFO_FIELDS_SET, **fields)
+    if isinstance(value, TableNameValue):
+        return PackedName(value.table_id)
+    if isinstance(value, TableRouteValue):
+        return PackedRoute(
+            value.table_id,
+            tuple(
+                (r.region_id, r.leader_datanode, r.follower_datanodes) for r in value.region_routes
+            ),
+        )
+    if isinstance(value, DatanodeTableValue):
+        return PackedDatanodeTable(value.datanode_id, value.table_id, value.regions, value.version)
+    return value
+
+
+def unpack(packed: Packed) -> KeyValue:
+    """The value a packed form stands for."""
+    if isinstance(packed, PackedName):
+        return TableNameValue(table_id=packed.table_id)
+    if isinstance(packed, PackedRoute):
+        return TableRouteValue(
+            table_id=packed.table_id,
+            region_routes=tuple(
+                RegionRoute(region_id=r, leader_datanode=leader, follower_datanodes=followers)
+                for r, leader, followers in packed.routes
+            ),
+        )
+    if isinstance(packed, PackedDatanodeTable):
+        return DatanodeTableValue(
+            datanode_id=packed.datanode_id,
+            table_id=packed.table_id,
+            regions=packed.regions,
+            version=packed.version,
+        )
+    return packed

@@ -1,0 +1,210 @@
+"""A view: one consistent state of a catalog's key/value space, with its indexes.
+
+The image holds two views (DESIGN.md, "Words"): `head`, everything committed,
+which the leader decides on, and `published`, what followers show. Both are
+persistent maps (`immutables.Map`, a HAMT), so a new view shares all but
+O(log n) nodes with the previous one.
+"""
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from immutables import Map, MapMutation
+
+from events.changes import (
+    KeyAbsent,
+    KeyAtVersion,
+    KeyPresent,
+    Mutation,
+    MutationOp,
+    Requirement,
+    ValueEquals,
+)
+from events.keys import (
+    DATANODE_TABLE,
+    LABEL_RULE,
+    TABLE_INFO,
+    datanode_table_key,
+    removed,
+    table_info_key,
+    table_name_key,
+    table_route_key,
+)
+from events.values import (
+    DatanodeTableValue,
+    KeyValue,
+    Label,
+    LabelRuleValue,
+    TableInfoValue,
+    TableRouteValue,
+)
+from projector.labels import effective_labels, rule_id
+from projector.packing import Packed, PackedDatanodeTable, PackedName, pack, unpack
+
+_DATANODE_PREFIX = DATANODE_TABLE + "/"
+_RULE_PREFIX = LABEL_RULE + "/"
+_REMOVED_INFO_PREFIX = removed(TABLE_INFO) + "/"
+
+_EMPTY: Map[int, None] = Map()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class View:
+    """An immutable key/value state plus derived indexes; equal when the keys are.
+
+    Attributes:
+        catalog: The catalog the keys belong to.
+        values: Every key and its packed value (see `projector.packing`).
+        datanodes: Datanode id → the ids of the tables it holds a `__dn_table` key for.
+        rules: Label rule id → rule, so rules can be listed without a scan.
+    """
+
+    catalog: str
+    values: Map[str, Packed] = field(default_factory=Map)
+    datanodes: Map[int, Map[int, None]] = field(default_factory=Map)
+    rules: Map[str, LabelRuleValue] = field(default_factory=Map)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, View):
+            return NotImplemented
+        return self.catalog == other.catalog and self.values == other.values
+
+    def __hash__(self) -> int:
+        return hash((self.catalog, len(self.values)))
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.values
+
+    def get(self, key: str) -> KeyValue | None:
+        """The value under `key`, or None."""
+        packed = self.values.get(key)
+        return None if packed is None else unpack(packed)
+
+    def items(self) -> Iterator[tuple[str, KeyValue]]:
+        """Every key and its value, in no particular order."""
+        for key, packed in self.values.items():
+            yield key, unpack(packed)
+
+    def table(self, table_id: int) -> TableInfoValue | None:
+        """The live table with this id."""
+        return self._info(table_info_key(table_id))
+
+    def removed_table(self, table_id: int) -> TableInfoValue | None:
+        """The dropped (not yet purged) table with this id."""
+        return self._info(removed(table_info_key(table_id)))
+
+    def _info(self, key: str) -> TableInfoValue | None:
+        packed = self.values.get(key)
+        return packed if isinstance(packed, TableInfoValue) else None
+
+    def removed_tables(self) -> Iterator[TableInfoValue]:
+        """Every dropped, not yet purged table; a scan of all keys (recover by name is rare)."""
+        for key, packed in self.values.items():
+            if key.startswith(_REMOVED_INFO_PREFIX) and isinstance(packed, TableInfoValue):
+                yield packed
+
+    def table_id(self, schema_name: str, table_name: str) -> int | None:
+        """The id the name `{schema}.{table}` points to."""
+        packed = self.values.get(table_name_key(self.catalog, schema_name, table_name))
+        return packed.table_id if isinstance(packed, PackedName) else None
+
+    def table_by_name(self, schema_name: str, table_name: str) -> TableInfoValue | None:
+        """The live table named `{schema}.{table}`."""
+        table_id = self.table_id(schema_name, table_name)
+        return None if table_id is None else self.table(table_id)
+
+    def route(self, table_id: int) -> TableRouteValue | None:
+        """The live table's region routes."""
+        value = self.get(table_route_key(table_id))
+        return value if isinstance(value, TableRouteValue) else None
+
+    def removed_route(self, table_id: int) -> TableRouteValue | None:
+        """The dropped table's region routes."""
+        value = self.get(removed(table_route_key(table_id)))
+        return value if isinstance(value, TableRouteValue) else None
+
+    def datanode_tables(self, datanode_id: int) -> tuple[DatanodeTableValue, ...]:
+        """The regions a datanode serves, one value per table, by table id."""
+        ids = sorted(self.datanodes.get(datanode_id, _EMPTY))
+        values = (self.get(datanode_table_key(datanode_id, table_id)) for table_id in ids)
+        return tuple(v for v in values if isinstance(v, DatanodeTableValue))
+
+    def label_rule(self, rule: str) -> LabelRuleValue | None:
+        """The label rule with this id (`schema/{db}/{table}[/{partition}]`)."""
+        return self.rules.get(rule)
+
+    def label_rules(self) -> tuple[LabelRuleValue, ...]:
+        """Every label rule, by rule id."""
+        return tuple(self.rules[rule] for rule in sorted(self.rules))
+
+    def attributes(
+        self, schema_name: str, table_name: str, partition_name: str | None = None
+    ) -> tuple[Label, ...]:
+        """The effective labels of a table or a partition (a partition's own keys win)."""
+        table_rule = self.rules.get(rule_id(schema_name, table_name))
+        if partition_name is None:
+            return effective_labels(table_rule, None)
+        own = self.rules.get(rule_id(schema_name, table_name, partition_name))
+        return effective_labels(table_rule, own)
+
+    def version_of(self, table_id: int) -> int:
+        """The table's version: its live or removed info's; 0 for an id without one."""
+        info = self.table(table_id) or self.removed_table(table_id)
+        return 0 if info is None else info.version
+
+    def holds(self, requirement: Requirement) -> bool:
+        """Whether a compare condition holds on this view."""
+        packed = self.values.get(requirement.key)
+        if isinstance(requirement, KeyAbsent):
+            return packed is None
+        if isinstance(requirement, KeyPresent):
+            return packed is not None
+        if isinstance(requirement, KeyAtVersion):
+            return isinstance(packed, TableInfoValue | PackedDatanodeTable) and (
+                packed.version == requirement.version
+            )
+        assert isinstance(requirement, ValueEquals)
+        return packed is not None and unpack(packed) == requirement.value
+
+    def mutated(self, mutations: Iterable[Mutation]) -> "View":
+        """A new view with the mutations applied in order (a DELETE of an absent key is a no-op)."""
+        values = self.values.mutate()
+        datanodes = self.datanodes.mutate()
+        rules = self.rules.mutate()
+        for mutation in mutations:
+            key = mutation.key
+            put = mutation.op is MutationOp.PUT
+            if put:
+                assert mutation.value is not None
+                values[key] = pack(mutation.value)
+            else:
+                values.pop(key, None)
+            if key.startswith(_DATANODE_PREFIX):
+                datanode, table = key[len(_DATANODE_PREFIX) :].split("/")
+                _index(datanodes, int(datanode), int(table), put)
+            elif key.startswith(_RULE_PREFIX):
+                rule = key[len(_RULE_PREFIX) :]
+                if put:
+                    assert isinstance(mutation.value, LabelRuleValue)
+                    rules[rule] = mutation.value
+                else:
+                    rules.pop(rule, None)
+        return View(self.catalog, values.finish(), datanodes.finish(), rules.finish())
+
+
+def _index(
+    datanodes: MapMutation[int, Map[int, None]], datanode: int, table: int, put: bool
+) -> None:
+    """Add or remove one table id under a datanode."""
+    tables: Map[int, None] = datanodes.get(datanode, _EMPTY)
+    if put:
+        tables = tables.set(table, None)
+    elif table in tables:
+        tables = tables.delete(table)
+    if tables:
+        datanodes[datanode] = tables
+    else:
+        datanodes.pop(datanode, None)
