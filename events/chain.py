@@ -30,9 +30,9 @@ def canonical_body(event: Event, schema: SchemaVersion | None = None) -> bytes:
         schema: The event schema version to encode under; default the current one.
     """
     event_codec = codec("event")
-    dumped = event.model_dump()
-    dumped["hash"] = b""
-    return event_codec.body(event_codec.to_avro(dumped), schema)
+    avro = event_codec.model_to_avro(event)
+    avro["hash"] = b""
+    return event_codec.body(avro, schema)
 
 
 def event_hash(prev_hash: bytes, event: Event, schema: SchemaVersion | None = None) -> bytes:
@@ -81,9 +81,7 @@ def _decoded(records: Iterable[bytes]) -> Iterable[tuple[Event, SchemaVersion]]:
             event: Event = event_codec.validate(event_codec.from_avro(avro))
         except DecodeError as exc:
             raise ChainBroken(-1, f"record #{position} does not decode: {exc.reason}") from exc
-        reencoded = writer.header + event_codec.body(
-            event_codec.to_avro(event.model_dump()), writer
-        )
+        reencoded = writer.header + event_codec.body(event_codec.model_to_avro(event), writer)
         if reencoded != bytes(data):
             raise ChainBroken(
                 event.resource_version,

@@ -13,6 +13,7 @@ functions take and give the model shape without pydantic: the fast path.
 
 import functools
 from io import BytesIO
+from types import SimpleNamespace
 from typing import Any, get_args
 
 from fastavro import schemaless_reader, schemaless_writer
@@ -55,7 +56,7 @@ class KindCodec:
         self._reader = self.current.parsed
         self._header = self.current.header
         self._field = _WRAPPER_FIELD[kind]
-        self._to_avro, self._from_avro = compile_converters(self._reader)
+        self._to_avro, self._from_avro, self._from_model = compile_converters(self._reader)
         self._adapter: TypeAdapter[Any] = TypeAdapter(_MODELS[kind])
 
     def to_avro(self, shaped: dict[str, Any]) -> dict[str, Any]:
@@ -69,6 +70,15 @@ class KindCodec:
                 f"the {self.kind} dict is not in the model shape (a union member needs its "
                 f"`type` key): {exc!r}"
             ) from exc
+        return out
+
+    def model_to_avro(self, model: BaseModel) -> dict[str, Any]:
+        """Turn a model of this kind straight into the Avro shape (no `model_dump`)."""
+        holder: Any = model if self._field is None else SimpleNamespace(**{self._field: model})
+        try:
+            out: dict[str, Any] = self._from_model(holder)
+        except (KeyError, AttributeError) as exc:
+            raise EncodeError(f"{type(model).__name__} is not a {self.kind}: {exc!r}") from exc
         return out
 
     def from_avro(self, avro: dict[str, Any]) -> dict[str, Any]:
@@ -203,7 +213,7 @@ def kind_of(model: BaseModel) -> SchemaKind:
 
 def to_avro_dict(model: BaseModel) -> dict[str, Any]:
     """The Avro-shaped dict fastavro writes for an event, a command or a reply."""
-    return codec(kind_of(model)).to_avro(model.model_dump())
+    return codec(kind_of(model)).model_to_avro(model)
 
 
 def from_avro_dict(kind: SchemaKind, avro: dict[str, Any]) -> Any:
@@ -223,7 +233,7 @@ def from_avro_dict(kind: SchemaKind, avro: dict[str, Any]) -> Any:
 def encode_event(event: Event) -> bytes:
     """Single-object encode an event with the current schema."""
     kind_codec = codec("event")
-    return kind_codec.encode_avro(kind_codec.to_avro(event.model_dump()))
+    return kind_codec.encode_avro(kind_codec.model_to_avro(event))
 
 
 def encode_event_dict(event: dict[str, Any]) -> bytes:
@@ -247,7 +257,7 @@ def decode_event_dict(data: bytes) -> dict[str, Any]:
 def encode_command(command: Command) -> bytes:
     """Single-object encode a command with the current schema."""
     kind_codec = codec("command")
-    return kind_codec.encode_avro(kind_codec.to_avro(command.model_dump()))
+    return kind_codec.encode_avro(kind_codec.model_to_avro(command))
 
 
 def encode_command_dict(command: dict[str, Any]) -> bytes:
@@ -271,7 +281,7 @@ def decode_command_dict(data: bytes) -> dict[str, Any]:
 def encode_reply(reply: Reply) -> bytes:
     """Single-object encode a reply with the current schema."""
     kind_codec = codec("reply")
-    return kind_codec.encode_avro(kind_codec.to_avro(reply.model_dump()))
+    return kind_codec.encode_avro(kind_codec.model_to_avro(reply))
 
 
 def encode_reply_dict(reply: dict[str, Any]) -> bytes:

@@ -37,4 +37,3 @@ class Event(Record):
     def is_change(self) -> bool:
         """Whether this is a change event (mutations, publication gating)."""
         return isinstance(self.intent, CHANGE_INTENTS)
-
