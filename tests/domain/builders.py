@@ -74,5 +74,3 @@ def put_keys(event: Event) -> set[str]:
 def last(catalog: LocalCatalog) -> Event:
     """The catalog's newest event."""
     return catalog.events[-1]
-
-

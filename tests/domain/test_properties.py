@@ -1,0 +1,175 @@
+"""Property tests of decide + apply over random command sequences, in both publish modes."""
+
+import contextlib
+from itertools import chain
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events.commands import (
+    AddPartition,
+    AdvanceStableEpoch,
+    AlterTable,
+    CommandBase,
+    DropPartition,
+    DropTable,
+    ExchangePartition,
+    FailoverRegion,
+    Publish,
+    PurgeTable,
+    RecoverTable,
+    Reload,
+    RenameTable,
+    ResetAttributes,
+    SetAttributes,
+    TruncatePartition,
+    TruncateTable,
+)
+from events.event import Event
+from events.intents import EpochAssigned
+from events.values import Column
+from producers.errors import CommandRejected
+from producers.local import LocalCatalog
+from projector.apply import apply, replay
+from projector.image import Image
+from projector.view import View
+from tests.domain.builders import CATALOG, command, create, local
+
+NAMES = ("a", "b", "c", "d")
+PARTS = ("p0", "p1", "p2")
+
+Step = tuple[int, int, int, int, int]
+steps = st.lists(
+    st.tuples(
+        st.integers(0, 17),
+        st.integers(0, 2),
+        st.integers(0, 2),
+        st.integers(1, 3),
+        st.integers(0, 2),
+    ),
+    min_size=5,
+    max_size=35,
+)
+
+
+def _command(image: Image, step: Step) -> CommandBase:
+    kind, n, p, d, k = step
+    name, part, other = NAMES[n], PARTS[p], NAMES[(n + 1) % 3]
+    table_id = _pick(sorted(image.head.datanodes.get(1, {})), n + k)
+    kinds = {
+        0: lambda: create(name, partitions=PARTS[: k + 1] if d > 1 else (), datanodes=(1, d)),
+        1: lambda: command(DropTable, table_name=name),
+        2: lambda: command(RecoverTable, table_name=name),
+        3: lambda: command(
+            PurgeTable, table_id=_pick([t.table_id for t in image.head.removed_tables()], k)
+        ),
+        4: lambda: command(RenameTable, table_name=name, new_table_name=NAMES[(n + 1 + k % 2) % 4]),
+        5: lambda: command(
+            AlterTable, table_name=name, add_columns=(Column(name=f"c{d}{k}", data_type="int"),)
+        ),
+        6: lambda: command(TruncateTable, table_name=name),
+        7: lambda: command(AddPartition, table_name=name, partition_name=part),
+        8: lambda: command(DropPartition, table_name=name, partition_name=part),
+        9: lambda: command(TruncatePartition, table_name=name, partition_name=part),
+        10: lambda: command(
+            ExchangePartition,
+            table_name=name,
+            partition_name=part,
+            other_schema_name="public",
+            other_table_name=other,
+        ),
+        11: lambda: _failover(image, table_id, d),
+        12: lambda: command(SetAttributes, table_name=name, attributes=f"k{k}=v{d}"),
+        13: lambda: command(
+            SetAttributes, table_name=name, partition_name=part, attributes=f"k{d}=w{k}"
+        ),
+        14: lambda: command(ResetAttributes, table_name=name, partition_name=part if k else None),
+        15: lambda: command(Reload),
+        16: lambda: command(
+            Publish, table_id=_pick(sorted(image.pending_by_table), n), epoch=image.stable_epoch + k
+        ),
+        17: lambda: command(AdvanceStableEpoch, epoch=image.stable_epoch + k),
+    }
+    return kinds[kind]()
+
+
+def _pick(ids: list[int], index: int) -> int:
+    return ids[index % len(ids)] if ids else 1
+
+
+def _failover(image: Image, table_id: int, to: int) -> CommandBase:
+    route = image.head.route(table_id)
+    if route is None:
+        return command(Reload)
+    return command(
+        FailoverRegion,
+        table_id=table_id,
+        region_id=route.region_routes[0].region_id,
+        to_datanode=to,
+        expected_route=route,
+    )
+
+
+def _run(mode: str, plan: list[Step]) -> LocalCatalog:
+    catalog = local(mode)
+    # Start from three tables so most commands find something to change.
+    catalog.submit(create("a", partitions=("p0", "p1"), regions=2, datanodes=(1, 2)))
+    catalog.submit(create("b", datanodes=(1,)))
+    catalog.submit(create("c", datanodes=(1, 3), regions=2))
+    for step in plan:
+        with contextlib.suppress(CommandRejected):
+            catalog.submit(_command(catalog.image, step))
+    return catalog
+
+
+def _published_by_definition(events: tuple[Event, ...], stable: int) -> View:
+    """Fold the changes with 0 < epoch <= stable in (epoch, rv) order, from scratch."""
+    epochs = {e.resource_version: e.schema_epoch for e in events if e.is_change}
+    for e in events:
+        if isinstance(e.intent, EpochAssigned):
+            epochs.update(dict.fromkeys(e.intent.resource_versions, e.intent.epoch))
+    changes = sorted(
+        (e for e in events if e.is_change and 0 < epochs[e.resource_version] <= stable),
+        key=lambda e: (epochs[e.resource_version], e.resource_version),
+    )
+    return View(CATALOG).mutated(chain.from_iterable(e.mutations for e in changes))
+
+
+common = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@common
+@given(mode=st.sampled_from(["auto", "explicit"]), plan=steps, cut=st.integers(0, 40))
+def test_replay_rebuilds_the_leaders_image_and_a_snapshot_plus_tail_equals_the_full_replay(
+    mode: str, plan: list[Step], cut: int
+) -> None:
+    catalog = _run(mode, plan)
+    events = catalog.events
+    full = replay(Image.empty(CATALOG), events)
+    assert full == catalog.image
+    assert full.head == catalog.image.head and full.published == catalog.image.published
+    prefix = replay(Image.empty(CATALOG), events[:cut])
+    assert replay(prefix, events[cut:]) == full
+    assert [e.resource_version for e in events] == list(range(1, len(events) + 1))
+
+
+@common
+@given(mode=st.sampled_from(["auto", "explicit"]), plan=steps)
+def test_table_versions_are_dense_and_followers_never_see_above_the_stable_epoch(
+    mode: str, plan: list[Step]
+) -> None:
+    catalog = _run(mode, plan)
+    image = Image.empty(CATALOG)
+    for event in catalog.events:
+        before = image
+        image = apply(image, event)
+        for table in event.tables:
+            assert table.version == before.head.version_of(table.table_id) + 1
+            info = image.head.table(table.table_id) or image.head.removed_table(table.table_id)
+            assert info is None or info.version == table.version
+        assert all(c.epoch == 0 or c.epoch > image.stable_epoch for c in image.pending.values())
+        assert image.published == _published_by_definition(
+            catalog.events[: event.resource_version], image.stable_epoch
+        )
+        if image.publish_mode == "auto":
+            assert image.published is image.head
