@@ -65,7 +65,7 @@ def test_create_allocates_ids_places_regions_round_robin_and_writes_every_key_in
 def test_create_of_a_taken_name_is_rejected_and_writes_nothing():
     catalog = local()
     catalog.submit(create())
-    with pytest.raises(NameTaken, match="`public.orders` already exists"):
+    with pytest.raises(NameTaken, match=r"`public\.orders` already exists"):
         catalog.submit(create())
     assert catalog.image.resource_version == 1
 
@@ -97,7 +97,7 @@ def test_drop_at_a_stale_expected_version_is_a_version_conflict_with_the_current
 
 
 def test_drop_of_a_missing_table_is_table_not_found():
-    with pytest.raises(TableNotFound, match="`public.nope` does not exist"):
+    with pytest.raises(TableNotFound, match=r"`public\.nope` does not exist"):
         local().submit(command(DropTable, table_name="nope"))
 
 
@@ -233,7 +233,9 @@ def test_alter_rejects_an_existing_column_and_a_missing_one():
     catalog.submit(create())
     with pytest.raises(ColumnExists):
         catalog.submit(
-            command(AlterTable, table_name="orders", add_columns=(Column(name="id", data_type="x"),))
+            command(
+                AlterTable, table_name="orders", add_columns=(Column(name="id", data_type="x"),)
+            )
         )
     with pytest.raises(ColumnNotFound):
         catalog.submit(command(AlterTable, table_name="orders", drop_columns=("nope",)))
