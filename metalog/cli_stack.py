@@ -1,0 +1,49 @@
+"""``metalog up``, ``metalog down`` and ``metalog status``: the local broker."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from metalog import stack
+from metalog.stack_config import StackConfig
+
+
+def _up(args: argparse.Namespace) -> int:
+    info = stack.up(StackConfig.from_env(partitions=args.partitions))
+    verb = "started" if info["started"] else "already running"
+    print(f"metalog: broker {verb} (pid {info['pid']}, state {info['state_dir']})")
+    print(f"bootstrap: {info['bootstrap']}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    stopped = stack.down()
+    print("metalog: broker stopped" if stopped else "metalog: broker was not running")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    info: dict[str, Any] = stack.status()
+    if args.json:
+        print(json.dumps(info, sort_keys=True))
+    else:
+        state = "running" if info["running"] else "stopped"
+        print(f"broker: {state}" + (f" (pid {info['pid']})" if info["pid"] else ""))
+        print(f"bootstrap: {info['bootstrap']}")
+        print(f"state_dir: {info['state_dir']}")
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``up``, ``down`` and ``status``."""
+    up = subparsers.add_parser("up", help="start the local Kafka broker and create the topics")
+    up.add_argument("--partitions", type=int, default=None,
+                    help="partitions of newly created topics (default: METALOG_PARTITIONS or 3)")
+    up.set_defaults(func=_up)
+    down = subparsers.add_parser("down", help="stop the local Kafka broker (keeps the data)")
+    down.set_defaults(func=_down)
+    st = subparsers.add_parser("status", help="show whether the local broker is running")
+    st.add_argument("--json", action="store_true", help="print a JSON object")
+    st.set_defaults(func=_status)

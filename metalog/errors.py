@@ -1,0 +1,15 @@
+"""Errors of the local stack and the command line."""
+
+from events.errors import MetalogError
+
+
+class JarsError(MetalogError):
+    """The JVM jars could not be resolved (Maven missing, offline, bad artifact)."""
+
+
+class StackError(MetalogError):
+    """The local Kafka broker could not be started, reached or stopped."""
+
+
+class TopicError(MetalogError):
+    """A topic could not be created, described or deleted."""
