@@ -7,10 +7,11 @@ nothing is skipped except an exact re-delivery of an applied resource version.
 """
 
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import fields
 from enum import Enum
 from functools import singledispatch
 from itertools import chain
+from typing import Any
 
 from events.changes import KeyAtVersion, Requirement, ValueEquals
 from events.event import Event
@@ -25,6 +26,9 @@ from events.intents import (
 from events.values import TableInfoValue
 from projector.errors import Divergence, SequenceGap, StaleLeader
 from projector.image import Image, PendingChange
+
+Changes = dict[str, Any]
+"""The image fields a handler changes; `apply` adds resource_version and last_hash."""
 
 
 class Delivery(Enum):
@@ -80,8 +84,10 @@ def apply(image: Image, event: Event) -> Image:
         )
     if event.prev_hash != image.last_hash:
         raise Divergence(at, "prev_hash is not the previous event's hash: the chain is broken")
-    folded = _fold(event.intent, image, event)
-    return replace(folded, resource_version=at, last_hash=event.hash)
+    changes = _fold(event.intent, image, event)
+    changes["resource_version"] = at
+    changes["last_hash"] = event.hash
+    return _evolve(image, changes)
 
 
 def replay(image: Image, events: Iterable[Event]) -> Image:
@@ -92,14 +98,14 @@ def replay(image: Image, events: Iterable[Event]) -> Image:
 
 
 @singledispatch
-def _fold(intent: object, image: Image, event: Event) -> Image:
+def _fold(intent: object, image: Image, event: Event) -> Changes:
     raise Divergence(
         event.resource_version,
         f"intent {type(intent).__name__} has no handler: upgrade this follower",
     )
 
 
-def _apply_change(intent: object, image: Image, event: Event) -> Image:
+def _apply_change(intent: object, image: Image, event: Event) -> Changes:
     at = event.resource_version
     head = image.head
     for requirement in event.requirements:
@@ -127,15 +133,12 @@ def _apply_change(intent: object, image: Image, event: Event) -> Image:
     head = head.mutated(event.mutations)
     max_id = max(image.max_id, _highest_id(event))
     if image.publish_mode == "auto":
-        return replace(
-            image, head=head, published=head, stable_epoch=event.schema_epoch, max_id=max_id
-        )
+        return dict(head=head, published=head, stable_epoch=event.schema_epoch, max_id=max_id)
     change = PendingChange(event)
     by_table = image.pending_by_table.mutate()
     for table_id in dict.fromkeys(change.table_ids):
         by_table[table_id] = (*by_table.get(table_id, ()), at)
-    return replace(
-        image,
+    return dict(
         head=head,
         max_id=max_id,
         pending=image.pending.set(at, change),
@@ -148,19 +151,19 @@ for _kind in CHANGE_INTENTS:
 
 
 @_fold.register
-def _leader_elected(intent: LeaderElected, image: Image, event: Event) -> Image:
+def _leader_elected(intent: LeaderElected, image: Image, event: Event) -> Changes:
     if event.leader_epoch <= image.leader_epoch:
         raise StaleLeader(event.resource_version, event.leader_epoch, image.leader_epoch)
-    return replace(image, leader_epoch=event.leader_epoch)
+    return dict(leader_epoch=event.leader_epoch)
 
 
 @_fold.register
-def _reloaded(intent: Reloaded, image: Image, event: Event) -> Image:
-    return image
+def _reloaded(intent: Reloaded, image: Image, event: Event) -> Changes:
+    return {}
 
 
 @_fold.register
-def _publish_mode_set(intent: PublishModeSet, image: Image, event: Event) -> Image:
+def _publish_mode_set(intent: PublishModeSet, image: Image, event: Event) -> Changes:
     if intent.mode == "auto":
         if image.pending:
             raise Divergence(
@@ -168,12 +171,12 @@ def _publish_mode_set(intent: PublishModeSet, image: Image, event: Event) -> Ima
                 f"switches to auto mode with {len(image.pending)} changes pending",
             )
         # Nothing is pending, so head is everything published: share it again.
-        return replace(image, publish_mode="auto", published=image.head)
-    return replace(image, publish_mode="explicit")
+        return dict(publish_mode="auto", published=image.head)
+    return dict(publish_mode="explicit")
 
 
 @_fold.register
-def _epoch_assigned(intent: EpochAssigned, image: Image, event: Event) -> Image:
+def _epoch_assigned(intent: EpochAssigned, image: Image, event: Event) -> Changes:
     at, epoch = event.resource_version, intent.epoch
     if image.publish_mode != "explicit":
         raise Divergence(at, "assigns an epoch in auto mode, where nothing is pending")
@@ -195,15 +198,14 @@ def _epoch_assigned(intent: EpochAssigned, image: Image, event: Event) -> Image:
     pending = image.pending.mutate()
     for rv in unassigned:
         pending[rv] = PendingChange(image.pending[rv].event, epoch)
-    return replace(
-        image,
+    return dict(
         pending=pending.finish(),
         table_epochs=image.table_epochs.set(intent.table_id, epoch),
     )
 
 
 @_fold.register
-def _stable_epoch_advanced(intent: StableEpochAdvanced, image: Image, event: Event) -> Image:
+def _stable_epoch_advanced(intent: StableEpochAdvanced, image: Image, event: Event) -> Changes:
     epoch = intent.epoch
     if epoch <= image.stable_epoch:
         raise Divergence(
@@ -211,13 +213,13 @@ def _stable_epoch_advanced(intent: StableEpochAdvanced, image: Image, event: Eve
             f"stable epoch {epoch} is not above the current {image.stable_epoch}",
         )
     if image.publish_mode == "auto":
-        return replace(image, stable_epoch=epoch)
+        return dict(stable_epoch=epoch)
     ready = sorted(
         (c for c in image.pending.values() if 0 < c.epoch <= epoch),
         key=lambda c: (c.epoch, c.resource_version),
     )
     if not ready:
-        return replace(image, stable_epoch=epoch)
+        return dict(stable_epoch=epoch)
     # One new view for the whole batch: changes of one epoch appear together.
     published = image.published.mutated(chain.from_iterable(c.event.mutations for c in ready))
     pending = image.pending.mutate()
@@ -230,13 +232,23 @@ def _stable_epoch_advanced(intent: StableEpochAdvanced, image: Image, event: Eve
                 by_table[table_id] = left
             else:
                 del by_table[table_id]
-    return replace(
-        image,
+    return dict(
         published=published,
         stable_epoch=epoch,
         pending=pending.finish(),
         pending_by_table=by_table.finish(),
     )
+
+
+_IMAGE_FIELDS = tuple(f.name for f in fields(Image))
+
+
+def _evolve(image: Image, changes: Changes) -> Image:
+    """`dataclasses.replace` without its per-call introspection (once per event)."""
+    new = object.__new__(Image)
+    for name in _IMAGE_FIELDS:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(image, name))
+    return new
 
 
 def describe(requirement: Requirement) -> str:
@@ -250,10 +262,11 @@ def describe(requirement: Requirement) -> str:
 
 def _highest_id(event: Event) -> int:
     """The highest table or partition id the event's PUT infos hold (0 if none)."""
-    ids = [0]
+    highest = 0
     for mutation in event.mutations:
         value = mutation.value
-        if isinstance(value, TableInfoValue):
-            ids.append(value.table_id)
-            ids.extend(p.partition_id for p in value.partitions)
-    return max(ids)
+        if type(value) is TableInfoValue:
+            highest = max(highest, value.table_id)
+            if value.partitions:
+                highest = max(highest, *(p.partition_id for p in value.partitions))
+    return highest

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from events.values import (
+    Column,
     DatanodeTableValue,
     KeyValue,
     LabelRuleValue,
@@ -78,15 +79,45 @@ Packed = TableInfoValue | LabelRuleValue | PackedName | PackedRoute | PackedData
 _INFO_FIELDS_SET = set(TableInfoValue.model_fields)
 
 
+def _info(fields: dict[str, object]) -> TableInfoValue:
+    """`TableInfoValue.model_construct` without its per-field loop (the hot path of apply).
+
+    The fields come from a validated model, so nothing needs defaults or
+    checks; this sets exactly the four slots pydantic's own construct sets.
+    """
+    info = TableInfoValue.__new__(TableInfoValue)
+    _set(info, "__dict__", fields)
+    _set(info, "__pydantic_fields_set__", _INFO_FIELDS_SET)
+    _set(info, "__pydantic_extra__", None)
+    _set(info, "__pydantic_private__", None)
+    return info
+
+
+_set = object.__setattr__
+
+
+def _column(column: Column) -> Column:
+    """An equal column seen before, keyed by a plain tuple (hashes in C, unlike the model)."""
+    key = (column.name, column.data_type, column.nullable, column.default_value)
+    found = _pool.get(key)
+    if found is None:
+        if len(_pool) >= _POOL_LIMIT:
+            _pool.clear()
+        _pool[key] = found = column
+    return found  # type: ignore[return-value]
+
+
 def pack(value: KeyValue) -> Packed:
     """The compact form of a value, sharing what equal values already hold."""
     if isinstance(value, TableInfoValue):
-        fields = dict(value)
+        fields = vars(value).copy()
         fields["catalog"] = _shared(value.catalog)
         fields["schema_name"] = _shared(value.schema_name)
-        fields["columns"] = _shared(tuple(_shared(c) for c in value.columns))
+        # The tuple itself is per table: column sets rarely repeat whole, and a
+        # pool key for it would cost more than the tuple.
+        fields["columns"] = tuple(map(_column, value.columns))
         fields["primary_key"] = _shared(value.primary_key)
-        return TableInfoValue.model_construct(_fields_set=_INFO_FIELDS_SET, **fields)
+        return _info(fields)
     if isinstance(value, TableNameValue):
         return PackedName(value.table_id)
     if isinstance(value, TableRouteValue):

@@ -172,8 +172,9 @@ class View:
     def mutated(self, mutations: Iterable[Mutation]) -> "View":
         """A new view with the mutations applied in order (a DELETE of an absent key is a no-op)."""
         values = self.values.mutate()
-        datanodes = self.datanodes.mutate()
-        rules = self.rules.mutate()
+        # The indexes change rarely: open their mutations only when a key needs them.
+        datanodes: MapMutation[int, Map[int, None]] | None = None
+        rules: MapMutation[str, LabelRuleValue] | None = None
         for mutation in mutations:
             key = mutation.key
             put = mutation.op is MutationOp.PUT
@@ -184,15 +185,24 @@ class View:
                 values.pop(key, None)
             if key.startswith(_DATANODE_PREFIX):
                 datanode, table = key[len(_DATANODE_PREFIX) :].split("/")
+                if datanodes is None:
+                    datanodes = self.datanodes.mutate()
                 _index(datanodes, int(datanode), int(table), put)
             elif key.startswith(_RULE_PREFIX):
                 rule = key[len(_RULE_PREFIX) :]
+                if rules is None:
+                    rules = self.rules.mutate()
                 if put:
                     assert isinstance(mutation.value, LabelRuleValue)
                     rules[rule] = mutation.value
                 else:
                     rules.pop(rule, None)
-        return View(self.catalog, values.finish(), datanodes.finish(), rules.finish())
+        return View(
+            self.catalog,
+            values.finish(),
+            self.datanodes if datanodes is None else datanodes.finish(),
+            self.rules if rules is None else rules.finish(),
+        )
 
 
 def _index(

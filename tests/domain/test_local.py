@@ -5,6 +5,7 @@ from datetime import datetime
 import pytest
 
 from events.commands import DropTable
+from events.values import TableInfoValue
 from producers.decide import Stamp
 from producers.errors import NameTaken, TableNotFound
 from producers.local import LocalCatalog
@@ -72,5 +73,9 @@ def test_packing_round_trips_every_value_and_shares_equal_columns():
             assert unpack(pack(mutation.value)) == mutation.value
     head = catalog.image.head
     a, b = head.table(1), head.table(3)
-    assert a is not None and b is not None and a.columns is b.columns
-    assert a.columns == COLUMNS
+    assert a is not None and b is not None and a.columns == b.columns == COLUMNS
+    assert all(x is y for x, y in zip(a.columns, b.columns, strict=True))
+    # A packed info is a full model: copy, dump and validate behave as usual.
+    bumped = a.model_copy(update={"version": 9})
+    assert bumped.version == 9 and a.version == 1
+    assert TableInfoValue.model_validate(a.model_dump()) == a
