@@ -1,0 +1,44 @@
+"""``metalog leader``: serve the commands of the catalogs this process comes to own."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+from typing import Any
+
+from events.topics import Topics
+from metalog.stack_config import StackConfig
+from producers.leader import Leader
+from producers.owner import LeaderOptions
+
+
+def _leader(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    config = StackConfig.from_env()
+    leader = Leader(
+        args.bootstrap or config.bootstrap,
+        topics=Topics(args.prefix or config.topic_prefix),
+        leader_id=args.leader_id,
+        group_id=args.group,
+        options=LeaderOptions(batch_size=args.batch_size),
+    )
+    signal.signal(signal.SIGTERM, lambda *_: leader.stop())
+    try:
+        leader.run()
+    except KeyboardInterrupt:
+        leader.stop()
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``leader``."""
+    parser = subparsers.add_parser(
+        "leader", help="lead the catalogs of the commands partitions this process owns"
+    )
+    parser.add_argument("--bootstrap", help="host:port (default: the local stack's)")
+    parser.add_argument("--prefix", help="topic prefix (default: METALOG_TOPIC_PREFIX or metalog)")
+    parser.add_argument("--group", default="metalog-leaders", help="the leaders' consumer group")
+    parser.add_argument("--leader-id", help="name stamped on LeaderElected (default host-pid)")
+    parser.add_argument("--batch-size", type=int, default=200, help="commands per transaction")
+    parser.set_defaults(func=_leader)

@@ -1,0 +1,374 @@
+"""`MetadataClient`: the API services use to change metadata through the leader."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
+
+from events import commands as c
+from events.codec import decode_reply, encode_command
+from events.errors import DecodeError
+from events.replies import Committed, Rejected
+from events.topics import Topics
+from events.values import Column, TableRouteValue
+from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, rejection_from_reply
+from producers.routing import Layout, read_layout
+
+COMMAND_ID_HEADER = "metalog.command_id"
+REPLY_TO_HEADER = "metalog.reply_to"
+
+
+class MetadataClient:
+    """Sends commands to a catalog's leader and waits for the outcome.
+
+    Connects lazily (nothing touches the network before the first call), is
+    safe to share between threads, and is a context manager. Each call returns
+    `Committed` or raises the typed `CommandRejected` the leader replied with;
+    a call that sees no reply in time raises `CommandOutcomeUnknown`, and
+    retrying it with the same `command_id` is always safe: the leader applies
+    a command id at most once and answers a retry with the first outcome.
+
+    Args:
+        bootstrap: `host:port` of the Kafka cluster.
+        catalog: the catalog the calls address unless a call names another.
+        actor: who makes the changes, stamped on every event.
+        topics: the topic names (prefix).
+        client_id: the key replies come back under; unique per client.
+        timeout: seconds to wait for a reply, unless a call says otherwise.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        catalog: str,
+        actor: str,
+        topics: Topics | None = None,
+        client_id: str | None = None,
+        timeout: float = 10.0,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.catalog = catalog
+        self.actor = actor
+        self.topics = topics or Topics()
+        self.client_id = client_id or f"client-{uuid.uuid4()}"
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._waiting: dict[str, list[_Waiter]] = {}
+        self._producer: Producer | None = None
+        self._layout: Layout | None = None
+        self._reader: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    # -- the commands -------------------------------------------------------
+
+    def create_table(
+        self,
+        schema_name: str,
+        table_name: str,
+        columns: Sequence[Column],
+        *,
+        primary_key: Sequence[str] = (),
+        options: Mapping[str, str] | None = None,
+        partitions: Sequence[str] = (),
+        regions: int = 1,
+        datanodes: Sequence[int] = (1,),
+        **call: Any,
+    ) -> Committed:
+        """Create a table; its regions are placed round robin on `datanodes`."""
+        return self._table(
+            c.CreateTable, schema_name, table_name, call, columns=tuple(columns),
+            primary_key=tuple(primary_key), options=dict(options or {}),
+            partitions=tuple(partitions), regions=regions, datanodes=tuple(datanodes),
+        )  # fmt: skip
+
+    def drop_table(self, schema_name: str, table_name: str, **call: Any) -> Committed:
+        """Drop a table (recoverable until purged)."""
+        return self._table(c.DropTable, schema_name, table_name, call)
+
+    def recover_table(
+        self, schema_name: str, table_name: str, table_id: int | None = None, **call: Any
+    ) -> Committed:
+        """Bring back a dropped table (the newest dropped one of that name, or `table_id`)."""
+        return self._table(c.RecoverTable, schema_name, table_name, call, table_id=table_id)
+
+    def purge_table(self, table_id: int, **call: Any) -> Committed:
+        """Delete a dropped table's removed keys and label rules for good."""
+        return self._send(c.PurgeTable, call, table_id=table_id)
+
+    def rename_table(
+        self, schema_name: str, table_name: str, new_table_name: str, **call: Any
+    ) -> Committed:
+        """Rename a table within its schema."""
+        return self._table(
+            c.RenameTable, schema_name, table_name, call, new_table_name=new_table_name
+        )
+
+    def alter_table(
+        self,
+        schema_name: str,
+        table_name: str,
+        *,
+        add_columns: Sequence[Column] = (),
+        drop_columns: Sequence[str] = (),
+        set_options: Mapping[str, str] | None = None,
+        unset_options: Sequence[str] = (),
+        **call: Any,
+    ) -> Committed:
+        """Change a table's columns or options."""
+        return self._table(
+            c.AlterTable, schema_name, table_name, call, add_columns=tuple(add_columns),
+            drop_columns=tuple(drop_columns), set_options=dict(set_options or {}),
+            unset_options=tuple(unset_options),
+        )  # fmt: skip
+
+    def truncate_table(self, schema_name: str, table_name: str, **call: Any) -> Committed:
+        """Truncate a table: it and its partitions get new ids."""
+        return self._table(c.TruncateTable, schema_name, table_name, call)
+
+    def add_partition(
+        self, schema_name: str, table_name: str, partition_name: str, **call: Any
+    ) -> Committed:
+        """Add a partition to a table."""
+        return self._table(
+            c.AddPartition, schema_name, table_name, call, partition_name=partition_name
+        )
+
+    def drop_partition(
+        self, schema_name: str, table_name: str, partition_name: str, **call: Any
+    ) -> Committed:
+        """Drop a partition (its label rule goes at once)."""
+        return self._table(
+            c.DropPartition, schema_name, table_name, call, partition_name=partition_name
+        )
+
+    def truncate_partition(
+        self, schema_name: str, table_name: str, partition_name: str, **call: Any
+    ) -> Committed:
+        """Truncate a partition: it gets a new id."""
+        return self._table(
+            c.TruncatePartition, schema_name, table_name, call, partition_name=partition_name
+        )
+
+    def exchange_partition(
+        self,
+        schema_name: str,
+        table_name: str,
+        partition_name: str,
+        other_schema_name: str,
+        other_table_name: str,
+        *,
+        other_expected_version: int | None = None,
+        **call: Any,
+    ) -> Committed:
+        """Swap a partition with a plain table (ids and label rules swap)."""
+        return self._table(
+            c.ExchangePartition, schema_name, table_name, call, partition_name=partition_name,
+            other_schema_name=other_schema_name, other_table_name=other_table_name,
+            other_expected_version=other_expected_version,
+        )  # fmt: skip
+
+    def failover_region(
+        self,
+        table_id: int,
+        region_id: int,
+        to_datanode: int,
+        expected_route: TableRouteValue,
+        **call: Any,
+    ) -> Committed:
+        """Move a region's leader, if the route still equals `expected_route`."""
+        return self._send(
+            c.FailoverRegion, call, table_id=table_id, region_id=region_id,
+            to_datanode=to_datanode, expected_route=expected_route,
+        )  # fmt: skip
+
+    def set_attributes(
+        self,
+        schema_name: str,
+        table_name: str,
+        attributes: str,
+        *,
+        partition_name: str | None = None,
+        **call: Any,
+    ) -> Committed:
+        """`ALTER TABLE t [PARTITION p] ATTRIBUTES='k=v[,k1=v1…]'`."""
+        return self._table(
+            c.SetAttributes, schema_name, table_name, call,
+            partition_name=partition_name, attributes=attributes,
+        )  # fmt: skip
+
+    def reset_attributes(
+        self,
+        schema_name: str,
+        table_name: str,
+        *,
+        partition_name: str | None = None,
+        **call: Any,
+    ) -> Committed:
+        """`ALTER TABLE t [PARTITION p] ATTRIBUTES=DEFAULT`."""
+        return self._table(
+            c.ResetAttributes, schema_name, table_name, call, partition_name=partition_name
+        )
+
+    def publish(self, table_id: int, epoch: int, **call: Any) -> Committed:
+        """Publish a table's pending changes at `epoch` (explicit publish mode)."""
+        return self._send(c.Publish, call, table_id=table_id, epoch=epoch)
+
+    def advance_stable_epoch(self, epoch: int, **call: Any) -> Committed:
+        """Release every change published at or below `epoch` to followers."""
+        return self._send(c.AdvanceStableEpoch, call, epoch=epoch)
+
+    def set_publish_mode(self, mode: str, **call: Any) -> Committed:
+        """Switch the catalog between `auto` and `explicit` publication."""
+        return self._send(c.SetPublishMode, call, mode=mode)
+
+    def reload(self, **call: Any) -> Committed:
+        """Reload metadata: bumps the resource version only."""
+        return self._send(c.Reload, call)
+
+    # -- the machinery ------------------------------------------------------
+
+    def send(self, command: c.Command, timeout: float | None = None) -> Committed:
+        """Send a ready-made command and wait for its outcome."""
+        self._connect()
+        assert self._producer is not None and self._layout is not None
+        waiter = _Waiter()
+        with self._lock:
+            self._waiting.setdefault(command.command_id, []).append(waiter)
+        try:
+            self._producer.produce(
+                self.topics.commands,
+                value=encode_command(command),
+                key=command.catalog.encode(),
+                partition=self._layout.catalog_partition(command.catalog),
+                headers=[
+                    (COMMAND_ID_HEADER, command.command_id.encode()),
+                    (REPLY_TO_HEADER, self.client_id.encode()),
+                ],
+            )
+            self._producer.flush(timeout or self.timeout)
+            reply = waiter.wait(timeout or self.timeout)
+        finally:
+            with self._lock:
+                waiters = self._waiting.get(command.command_id, [])
+                waiters.remove(waiter)
+                if not waiters:
+                    self._waiting.pop(command.command_id, None)
+        if reply is None:
+            raise CommandOutcomeUnknown(command.command_id)
+        if isinstance(reply, Rejected):
+            raise rejection_from_reply(reply)
+        return reply
+
+    def _table(
+        self, kind: type[c.TableCommand], schema_name: str, table_name: str,
+        call: dict[str, Any], **fields: Any,
+    ) -> Committed:  # fmt: skip
+        return self._send(kind, call, schema_name=schema_name, table_name=table_name, **fields)
+
+    def _send(self, kind: type[c.CommandBase], call: dict[str, Any], **fields: Any) -> Committed:
+        unknown = set(call) - _CALL_OPTIONS
+        if unknown:
+            raise TypeError(
+                f"unknown option(s) {sorted(unknown)}: use one of {sorted(_CALL_OPTIONS)}"
+            )
+        command = kind(
+            command_id=call.get("command_id") or str(uuid.uuid4()),
+            catalog=call.get("catalog") or self.catalog,
+            actor=self.actor,
+            expected_version=call.get("expected_version"),
+            expected_resource_version=call.get("expected_resource_version"),
+            reply_to=self.client_id,
+            **fields,
+        )
+        return self.send(command, call.get("timeout"))  # type: ignore[arg-type]
+
+    def _connect(self) -> None:
+        with self._lock:
+            if self._producer is not None:
+                return
+            if self._closed.is_set():
+                raise LeaderUnavailable("this MetadataClient is closed: create a new one")
+            layout = read_layout(self.bootstrap, self.topics)
+            producer = Producer(
+                {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
+                 "linger.ms": 0}
+            )  # fmt: skip
+            consumer = Consumer(
+                {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
+                 "enable.auto.commit": False, "isolation.level": "read_committed"}
+            )  # fmt: skip
+            tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
+            try:
+                _, high = consumer.get_watermark_offsets(tp, timeout=10.0)
+            except KafkaException as exc:
+                consumer.close()
+                raise LeaderUnavailable(f"cannot read `{self.topics.replies}`: {exc}") from exc
+            consumer.assign(
+                [TopicPartition(tp.topic, tp.partition, high if high >= 0 else OFFSET_END)]
+            )
+            self._reader = threading.Thread(
+                target=self._read_replies, args=(consumer,), name="metalog-replies", daemon=True
+            )
+            self._reader.start()
+            self._layout, self._producer = layout, producer
+
+    def _read_replies(self, consumer: Consumer) -> None:
+        key = self.client_id.encode()
+        try:
+            while not self._closed.is_set():
+                message = consumer.poll(0.05)
+                if message is None or message.error() is not None or message.key() != key:
+                    continue
+                try:
+                    reply = decode_reply(message.value() or b"")
+                except DecodeError:
+                    continue  # not ours to judge: the leader wrote it, the DLQ is for consumers
+                with self._lock:
+                    waiters = list(self._waiting.get(reply.command_id, ()))
+                for waiter in waiters:
+                    waiter.set(reply)
+        finally:
+            consumer.close()
+
+    def close(self) -> None:
+        """Stop the reply reader and flush the producer."""
+        self._closed.set()
+        if self._reader is not None:
+            self._reader.join(timeout=5.0)
+        if self._producer is not None:
+            self._producer.flush(5.0)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:  # fmt: skip
+        self.close()
+
+
+_CALL_OPTIONS = frozenset(
+    {"expected_version", "expected_resource_version", "command_id", "timeout", "catalog"}
+)
+
+
+class _Waiter:
+    """One call waiting for its reply."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._reply: Committed | Rejected | None = None
+
+    def set(self, reply: Committed | Rejected) -> None:
+        self._reply = reply
+        self._event.set()
+
+    def wait(self, timeout: float) -> Committed | Rejected | None:
+        return self._reply if self._event.wait(timeout) else None

@@ -1,0 +1,293 @@
+"""The leader: owning a partition of the commands topic makes it the leader of its catalogs."""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import socket
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import Future
+from types import TracebackType
+from typing import Self
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+
+from events.codec import decode_command
+from events.commands import Command
+from events.errors import DecodeError
+from events.replies import Committed, Rejected, Reply
+from events.topics import Topics
+from producers.errors import (
+    CommandOutcomeUnknown,
+    Fenced,
+    NotLeader,
+    TransactionFailed,
+    rejection_from_reply,
+)
+from producers.owner import (
+    COMMAND_ID_HEADER,
+    REPLY_TO_HEADER,
+    Input,
+    LeaderOptions,
+    PartitionOwner,
+)
+from producers.routing import Layout, read_layout
+
+log = logging.getLogger(__name__)
+
+
+class Leader:
+    """Serves the commands of the catalogs whose partitions this process owns.
+
+    Runs a consumer group on the commands topic in a background thread; each
+    assigned partition gets a `PartitionOwner`. Services may embed it and call
+    `submit` in-process: the command goes through the same batch, the same
+    decide and the same transaction as a command from the topic (CeresDB's
+    two paths are one code path).
+
+    Args:
+        bootstrap: `host:port` of the Kafka cluster.
+        topics: the topic names (prefix).
+        leader_id: names this process in `LeaderElected` events.
+        group_id: the consumer group the leaders of one deployment share.
+        options: batch size, command size limit, transaction timeouts.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        topics: Topics | None = None,
+        leader_id: str | None = None,
+        group_id: str = "metalog-leaders",
+        options: LeaderOptions | None = None,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.topics = topics or Topics()
+        self.leader_id = leader_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.group_id = group_id
+        self.options = options or LeaderOptions()
+        self._owners: dict[int, PartitionOwner] = {}
+        self._submitted: queue.SimpleQueue[tuple[Command, Future[Reply]]] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._layout: Layout | None = None
+        self._failure: BaseException | None = None
+        self._serving = threading.Condition()
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def start(self) -> Self:
+        """Join the group and serve in a background thread."""
+        self._layout = read_layout(self.bootstrap, self.topics)
+        self._thread = threading.Thread(target=self._run_guarded, name="metalog-leader")
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Leave the group and stop serving."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30.0)
+
+    def run(self) -> None:
+        """Serve in the calling thread until `stop()` or a fatal error (raised)."""
+        self._layout = self._layout or read_layout(self.bootstrap, self.topics)
+        self._run_guarded()
+        if self._failure is not None:
+            raise self._failure
+
+    def wait_until_serving(self, partitions: int = 1, timeout: float = 30.0) -> bool:
+        """Block until this leader owns at least `partitions` partitions."""
+        with self._serving:
+            return self._serving.wait_for(
+                lambda: len(self._owners) >= partitions or self._failure is not None, timeout
+            )
+
+    @property
+    def owned_partitions(self) -> frozenset[int]:
+        """The commands partitions this leader owns now."""
+        return frozenset(self._owners)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:  # fmt: skip
+        self.stop()
+
+    # -- embedded mode ------------------------------------------------------
+
+    def submit(self, command: Command, timeout: float = 10.0) -> Committed:
+        """Serve a command in-process, through the same batch and transaction.
+
+        Raises:
+            NotLeader: this process does not own the catalog's partition.
+            CommandRejected: the typed rejection (subclass).
+            CommandOutcomeUnknown: no outcome in time; retry with the same command id.
+        """
+        assert self._layout is not None, "start() the leader before submit()"
+        partition = self._layout.catalog_partition(command.catalog)
+        if partition not in self._owners:
+            raise NotLeader(command.catalog, partition)
+        future: Future[Reply] = Future()
+        self._submitted.put((command, future))
+        try:
+            reply = future.result(timeout)
+        except TimeoutError as exc:
+            raise CommandOutcomeUnknown(command.command_id) from exc
+        except TransactionFailed as exc:
+            raise CommandOutcomeUnknown(command.command_id) from exc
+        if isinstance(reply, Rejected):
+            raise rejection_from_reply(reply)
+        return reply
+
+    # -- the loop -----------------------------------------------------------
+
+    def _run_guarded(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:
+            self._failure = exc
+            log.exception("leader %s stopped", self.leader_id)
+        finally:
+            with self._serving:
+                self._serving.notify_all()
+
+    def _run(self) -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": self.group_id,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+                "partition.assignment.strategy": "range",
+                # A leader that died is replaced after this long, not Kafka's 45 s default.
+                "session.timeout.ms": self.options.session_timeout_ms,
+                "heartbeat.interval.ms": 1_000,
+            }
+        )
+        consumer.subscribe(
+            [self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke
+        )
+        try:
+            while not self._stop.is_set():
+                messages = consumer.consume(self.options.batch_size, timeout=0.05)
+                self._serve(consumer, messages)
+        finally:
+            for owner in self._owners.values():
+                owner.close()
+            self._owners.clear()
+            consumer.close()
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            owner = PartitionOwner(
+                self.bootstrap, self.topics, tp.partition, self.leader_id, self.options
+            )
+            owner.open()
+            self._owners[tp.partition] = owner
+            log.info("leader %s owns partition %d", self.leader_id, tp.partition)
+        with self._serving:
+            self._serving.notify_all()
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            owner = self._owners.pop(tp.partition, None)
+            if owner is not None:
+                owner.close()
+
+    def _serve(self, consumer: Consumer, messages: list[Message]) -> None:
+        inputs: dict[int, list[Input]] = defaultdict(list)
+        offsets: dict[int, TopicPartition] = {}
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    log.warning("commands topic: %s", error)
+                continue
+            partition, offset = message.partition() or 0, message.offset() or 0
+            inputs[partition].append(self._read(message))
+            offsets[partition] = TopicPartition(self.topics.commands, partition, offset + 1)
+        assert self._layout is not None
+        while True:
+            try:
+                command, future = self._submitted.get_nowait()
+            except queue.Empty:
+                break
+            partition = self._layout.catalog_partition(command.catalog)
+            if partition not in self._owners:
+                future.set_exception(NotLeader(command.catalog, partition))
+                continue
+            inputs[partition].append(Input(command, on_reply=_resolver(future)))
+        for partition, items in inputs.items():
+            owner = self._owners.get(partition)
+            if owner is None:
+                continue
+            consumed = [offsets[partition]] if partition in offsets else []
+            try:
+                owner.serve(items, consumed, consumer.consumer_group_metadata())
+            except TransactionFailed as exc:
+                log.warning("%s: re-reading the batch from the last committed offset", exc)
+                _fail(items, exc)
+                _rewind(consumer, self.topics.commands, partition)
+            except Fenced:
+                _fail(items, NotLeader("", partition))
+                raise
+
+    def _read(self, message: Message) -> Input:
+        raw_headers = message.headers() or []
+        pairs = raw_headers.items() if isinstance(raw_headers, dict) else raw_headers
+        headers = {key: _text(value) for key, value in pairs}
+        item = Input(
+            None,
+            raw=message,
+            reply_to=headers.get(REPLY_TO_HEADER),
+            command_id=headers.get(COMMAND_ID_HEADER),
+        )
+        value = message.value() or b""
+        if len(value) > self.options.max_command_bytes:
+            item.problem = (
+                f"command of {len(value)} bytes exceeds the limit of "
+                f"{self.options.max_command_bytes} bytes"
+            )
+            return item
+        try:
+            item.command = decode_command(value)
+        except DecodeError as exc:
+            item.problem = exc.reason
+        return item
+
+
+def _resolver(future: Future[Reply]) -> Callable[[Reply | BaseException], None]:
+    def resolve(outcome: Reply | BaseException) -> None:
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
+
+    return resolve
+
+
+def _text(value: str | bytes | None) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return value
+
+
+def _fail(items: list[Input], error: BaseException) -> None:
+    for item in items:
+        if item.on_reply is not None:
+            item.on_reply(error)
+
+
+def _rewind(consumer: Consumer, topic: str, partition: int) -> None:
+    committed = consumer.committed([TopicPartition(topic, partition)], timeout=10.0)[0]
+    offset = committed.offset if committed.offset >= 0 else OFFSET_BEGINNING
+    consumer.seek(TopicPartition(topic, partition, offset))

@@ -1,0 +1,318 @@
+"""One owned partition: a transactional producer, the catalogs' state, one txn per batch."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from events.codec import decode_event, encode_event, encode_reply
+from events.commands import Command
+from events.errors import DecodeError
+from events.event import Event
+from events.replies import Rejected, Reply
+from events.topics import Topics
+from producers.errors import CommandRejected, Fenced, TransactionFailed
+from producers.local import LocalCatalog, Stamp
+
+log = logging.getLogger(__name__)
+
+COMMAND_ID_HEADER = "metalog.command_id"
+REPLY_TO_HEADER = "metalog.reply_to"
+REASON_HEADER = "metalog.reason"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderOptions:
+    """Tuning of a leader."""
+
+    batch_size: int = 200
+    max_command_bytes: int = 1 << 20
+    transaction_timeout_ms: int = 10_000
+    commit_timeout_s: float = 10.0
+    session_timeout_ms: int = 10_000
+
+
+@dataclass(slots=True)
+class Input:
+    """One command to serve: consumed from the commands topic, or submitted in-process."""
+
+    command: Command | None
+    raw: Message | None = None
+    problem: str | None = None
+    reply_to: str | None = None
+    command_id: str | None = None
+    on_reply: Callable[[Reply | BaseException], None] | None = None
+
+
+Headers = list[tuple[str, str | bytes | None]]
+
+
+@dataclass(slots=True)
+class _Batch:
+    records: list[tuple[str, bytes, bytes, list[tuple[str, str | bytes | None]]]] = field(
+        default_factory=list
+    )
+    replies: list[tuple[Input, Reply]] = field(default_factory=list)
+
+
+def stamp_now() -> Stamp:
+    """A fresh event id and the wall-clock time: the leader is where time is read."""
+    return Stamp(event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC))
+
+
+def crash_point(name: str) -> None:
+    """Die at once (SIGKILL) when `METALOG_CRASH_AT` names this point: fault-injection tests."""
+    if os.environ.get("METALOG_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class PartitionOwner:
+    """The leader of every catalog on one partition of the commands topic.
+
+    Opening fences the previous owner (`init_transactions` with
+    `transactional.id = metalog-leader-{partition}`), rebuilds each catalog
+    from the events partition (read_committed) and appends `LeaderElected`.
+    Each batch of commands is decided, and its events, replies, DLQ records
+    and the consumed offsets go out in ONE transaction.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topics: Topics,
+        partition: int,
+        leader_id: str,
+        options: LeaderOptions,
+        stamps: Callable[[], Stamp] = stamp_now,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.topics = topics
+        self.partition = partition
+        self.leader_id = leader_id
+        self.options = options
+        self.stamps = stamps
+        self.catalogs: dict[str, LocalCatalog] = {}
+        self._producer: Producer | None = None
+
+    # -- ownership ----------------------------------------------------------
+
+    def open(self) -> None:
+        """Fence the previous owner, rebuild state from the log, announce leadership."""
+        self._producer = self._new_producer()
+        self.catalogs = self._rebuild()
+        batch = _Batch()
+        for catalog in self.catalogs.values():
+            self._append(batch, catalog.elect(self.leader_id))
+        if batch.records:
+            self._commit(batch, offsets=(), group=None)
+
+    def close(self) -> None:
+        """Drop the producer (an open transaction is aborted by the broker or the next owner)."""
+        if self._producer is not None:
+            self._producer.flush(1.0)
+            self._producer = None
+
+    def _new_producer(self) -> Producer:
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "transactional.id": f"metalog-leader-{self.partition}",
+                "transaction.timeout.ms": self.options.transaction_timeout_ms,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 1,
+                "partitioner": "murmur2_random",
+            }
+        )
+        try:
+            producer.init_transactions(self.options.commit_timeout_s)
+        except KafkaException as exc:
+            raise TransactionFailed(
+                f"partition {self.partition}: init_transactions: {exc}"
+            ) from exc
+        return producer
+
+    def _rebuild(self) -> dict[str, LocalCatalog]:
+        catalogs: dict[str, LocalCatalog] = {}
+        for event in read_events(self.bootstrap, self.topics.events, self.partition):
+            catalog = catalogs.get(event.catalog)
+            if catalog is None:
+                catalog = catalogs[event.catalog] = LocalCatalog(event.catalog, self.stamps)
+            catalog.restore(event)
+        return catalogs
+
+    # -- serving ------------------------------------------------------------
+
+    def serve(
+        self,
+        inputs: Sequence[Input],
+        offsets: Sequence[TopicPartition] = (),
+        group: object | None = None,
+    ) -> None:
+        """Decide every input and commit the batch atomically, then answer in-process callers.
+
+        Raises:
+            Fenced: another owner took the partition; this one must step down.
+            TransactionFailed: the batch was not committed; state was rebuilt
+                from the log and the caller must re-read the inputs.
+        """
+        batch = _Batch()
+        for item in inputs:
+            self._decide(batch, item)
+        try:
+            self._commit(batch, offsets, group)
+        except TransactionFailed:
+            self._recover()
+            raise
+        for item, reply in batch.replies:
+            if item.on_reply is not None:
+                item.on_reply(reply)
+
+    def _decide(self, batch: _Batch, item: Input) -> None:
+        command = item.command
+        if command is None:
+            self._poison(batch, item)
+            return
+        catalog = self.catalogs.get(command.catalog)
+        if catalog is None:
+            catalog = self.catalogs[command.catalog] = LocalCatalog(command.catalog, self.stamps)
+            self._append(batch, catalog.elect(self.leader_id))
+        before = len(catalog.new_events)
+        try:
+            reply: Reply = catalog.submit(command)
+        except CommandRejected as rejection:
+            reply = Rejected(
+                command_id=command.command_id,
+                catalog=command.catalog,
+                code=rejection.code,
+                message=rejection.message,
+                current_version=rejection.current_version,
+                current_resource_version=rejection.current_resource_version,
+            )
+        for event in catalog.new_events[before:]:
+            self._append(batch, event)
+        self._reply(batch, item, command.reply_to, reply)
+
+    def _poison(self, batch: _Batch, item: Input) -> None:
+        reason = item.problem or "unreadable command"
+        if item.reply_to and item.command_id:
+            reply = Rejected(
+                command_id=item.command_id, catalog="", code="PoisonCommand",
+                message=f"{reason}: send a command encoded with metalog's schemas",
+            )  # fmt: skip
+            self._reply(batch, item, item.reply_to, reply)
+            return
+        raw = item.raw
+        headers: Headers = [(REASON_HEADER, reason.encode())]
+        if raw is not None:
+            headers += [
+                ("metalog.source", f"{raw.topic()}/{raw.partition()}/{raw.offset()}".encode())
+            ]
+        value = raw.value() if raw is not None else b""
+        batch.records.append((self.topics.dlq, b"", value or b"", headers))
+
+    def _append(self, batch: _Batch, event: Event) -> None:
+        batch.records.append((self.topics.events, event.catalog.encode(), encode_event(event), []))
+
+    def _reply(self, batch: _Batch, item: Input, reply_to: str | None, reply: Reply) -> None:
+        batch.replies.append((item, reply))
+        if reply_to:
+            batch.records.append((self.topics.replies, reply_to.encode(), encode_reply(reply), []))
+
+    def _commit(self, batch: _Batch, offsets: Sequence[TopicPartition], group: object) -> None:
+        producer = self._producer
+        assert producer is not None, "serve() before open()"
+        timeout = self.options.commit_timeout_s
+        try:
+            producer.begin_transaction()
+            for topic, key, value, headers in batch.records:
+                partition = self.partition if topic == self.topics.events else -1
+                producer.produce(topic, value=value, key=key, partition=partition, headers=headers)
+                crash_point("after_produce")
+            if offsets:
+                producer.send_offsets_to_transaction(list(offsets), group, timeout)
+            crash_point("before_commit")
+            producer.commit_transaction(timeout)
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if _is_fenced(error):
+                self._producer = None
+                raise Fenced(self.partition) from exc
+            _abort_quietly(producer, timeout)
+            raise TransactionFailed(f"partition {self.partition}: {error}") from exc
+        crash_point("after_commit")
+
+    def _recover(self) -> None:
+        """After a failed commit: a new producer (librdkafka has no KIP-890) and a rebuild."""
+        self._producer = None
+        self.open()
+
+
+def _is_fenced(error: KafkaError) -> bool:
+    return error.code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    ) or (error.fatal() and "fenced" in str(error).lower())
+
+
+def _abort_quietly(producer: Producer, timeout: float) -> None:
+    try:
+        producer.abort_transaction(timeout)
+    except KafkaException as exc:
+        log.warning("abort after a failed commit also failed (%s); dropping the producer", exc)
+
+
+def read_events(bootstrap: str, topic: str, partition: int) -> list[Event]:
+    """Every committed event of one events partition, in log order, up to its current end.
+
+    Raises:
+        DecodeError: a record cannot be decoded; the leader cannot decide on a
+            state it cannot read, so it stops rather than skip.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"metalog-reader-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    events: list[Event] = []
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10.0)
+        if high <= low:
+            return events
+        consumer.assign([TopicPartition(topic, partition, low)])
+        while True:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    return events
+                raise KafkaException(error)
+            try:
+                events.append(decode_event(message.value() or b""))
+            except DecodeError as exc:
+                raise DecodeError(
+                    f"{topic}/{partition} offset {message.offset()}: {exc.reason}"
+                ) from exc
+    finally:
+        consumer.close()

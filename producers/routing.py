@@ -1,0 +1,55 @@
+"""Where commands, events and replies go: one catalog, one partition of each topic."""
+
+from dataclasses import dataclass
+
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from events.topics import Topics, partition_for
+from producers.errors import LeaderUnavailable
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The partition counts of the topics, read once from the cluster.
+
+    The commands and events topics must have the same count: a catalog's
+    commands arrive on the partition whose owner writes its events.
+    """
+
+    topics: Topics
+    commands: int
+    events: int
+    replies: int
+
+    def catalog_partition(self, catalog: str) -> int:
+        """The partition of `catalog` in the commands and events topics."""
+        return partition_for(catalog, self.commands)
+
+    def reply_partition(self, client_id: str) -> int:
+        """The partition of `metalog.replies` a client reads its replies from."""
+        return partition_for(client_id, self.replies)
+
+    def events_partition(self, catalog: str) -> TopicPartition:
+        """The events partition holding `catalog`'s log."""
+        return TopicPartition(self.topics.events, partition_for(catalog, self.events))
+
+
+def read_layout(bootstrap: str, topics: Topics, timeout: float = 10.0) -> Layout:
+    """Ask the cluster for the partition counts; a missing topic is a clear error."""
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=timeout)
+    counts: dict[str, int] = {}
+    for name in (topics.commands, topics.events, topics.replies):
+        topic = metadata.topics.get(name)
+        if topic is None or topic.error is not None:
+            raise LeaderUnavailable(
+                f"topic `{name}` does not exist on {bootstrap}: run `metalog up` "
+                "(or create the metalog topics) first"
+            )
+        counts[name] = len(topic.partitions)
+    if counts[topics.commands] != counts[topics.events]:
+        raise LeaderUnavailable(
+            f"`{topics.commands}` has {counts[topics.commands]} partitions but "
+            f"`{topics.events}` has {counts[topics.events]}: they must be equal"
+        )
+    return Layout(topics, counts[topics.commands], counts[topics.events], counts[topics.replies])

@@ -1,0 +1,40 @@
+"""Leaders and clients on a test's own topics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from events.event import Event
+from producers.client import MetadataClient
+from producers.leader import Leader
+from producers.owner import read_events
+from tests.fixtures.kafka import TopicSet
+
+
+@pytest.fixture
+def wire(topics: Callable[[int], TopicSet]) -> TopicSet:
+    """One test's topics, one partition each: every catalog shares one leader partition."""
+    return topics(1)
+
+
+@pytest.fixture
+def leader(wire: TopicSet) -> Iterator[Leader]:
+    """A leader serving the test's topics in a background thread."""
+    with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders") as serving:
+        assert serving.wait_until_serving(1, timeout=60.0), "the leader never owned its partition"
+        yield serving
+
+
+@pytest.fixture
+def client(wire: TopicSet) -> Iterator[MetadataClient]:
+    """A client of catalog `greptime`."""
+    with MetadataClient(wire.bootstrap, catalog="greptime", actor="alice",
+                        topics=wire.topics) as made:  # fmt: skip
+        yield made
+
+
+def log_of(wire: TopicSet, catalog: str = "greptime") -> list[Event]:
+    """The committed events of a catalog, read back from the events topic."""
+    return [e for e in read_events(wire.bootstrap, wire.events, 0) if e.catalog == catalog]

@@ -1,0 +1,168 @@
+"""Faults on a real broker: fencing, kill -9 inside a transaction, poison commands."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from events.codec import decode_reply
+from events.intents import LeaderElected
+from events.replies import Committed, Rejected
+from events.values import Column
+from producers.client import MetadataClient
+from producers.errors import CommandOutcomeUnknown, Fenced
+from producers.leader import Leader
+from producers.owner import (
+    COMMAND_ID_HEADER,
+    REASON_HEADER,
+    REPLY_TO_HEADER,
+    LeaderOptions,
+    PartitionOwner,
+)
+from tests.fixtures.kafka import TopicSet
+from tests.leader.conftest import log_of
+from tests.leader.history import check_history
+
+pytestmark = pytest.mark.integration
+
+COLUMNS = (Column(name="id", data_type="int64"),)
+
+
+def test_a_new_owner_fences_the_old_leader_and_nothing_it_writes_after_is_visible(
+    wire: TopicSet, leader: Leader, client: MetadataClient
+) -> None:
+    client.create_table("public", "t", COLUMNS)
+    usurper = PartitionOwner(wire.bootstrap, wire.topics, 0, "usurper", LeaderOptions())
+    usurper.open()
+
+    with pytest.raises(CommandOutcomeUnknown):
+        client.alter_table("public", "t", set_options={"ttl": "1d"}, timeout=8.0)
+
+    assert leader.wait_until_serving(timeout=10.0)  # wakes on failure too
+    assert isinstance(leader._failure, Fenced)
+    log = log_of(wire)
+    assert isinstance(log[-1].intent, LeaderElected)
+    assert log[-1].intent.leader_id == "usurper"
+    assert [type(e.intent).__name__ for e in log] == [
+        "LeaderElected",
+        "TableCreated",
+        "LeaderElected",
+    ]
+    assert log[-1].leader_epoch == 2
+    check_history(log)
+    usurper.close()
+
+
+def _leader_process(wire: TopicSet, crash_at: str | None) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if k != "METALOG_CRASH_AT"}
+    if crash_at:
+        env["METALOG_CRASH_AT"] = crash_at
+    return subprocess.Popen(
+        [sys.executable, "-m", "metalog.cli", "leader", "--bootstrap", wire.bootstrap,
+         "--prefix", wire.prefix, "--group", f"{wire.prefix}-leaders"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("crash_at", ["after_produce", "before_commit", "after_commit"])
+def test_kill_9_inside_a_transaction_leaves_nothing_partial_and_a_retry_applies_once(
+    wire: TopicSet, client: MetadataClient, crash_at: str
+) -> None:
+    doomed = _leader_process(wire, crash_at)
+    outcomes: list[Committed | BaseException] = []
+
+    def first_try() -> None:
+        try:
+            outcomes.append(client.create_table("public", "t", COLUMNS, command_id="c-1",
+                                                timeout=90.0))  # fmt: skip
+        except CommandOutcomeUnknown as exc:
+            outcomes.append(exc)
+
+    caller = threading.Thread(target=first_try)
+    caller.start()
+    assert doomed.wait(timeout=90.0) == -9
+    if crash_at != "after_commit":
+        assert log_of(wire) == [], "a killed transaction left something visible"
+
+    successor = _leader_process(wire, None)
+    try:
+        retried = client.create_table("public", "t", COLUMNS, command_id="c-1", timeout=90.0)
+        caller.join(timeout=90.0)
+        after = client.alter_table("public", "t", set_options={"ttl": "1d"}, timeout=30.0)
+    finally:
+        successor.terminate()
+        successor.wait(timeout=30.0)
+
+    assert outcomes and outcomes[0] == retried
+    log = log_of(wire)
+    assert [e.command_id for e in log].count("c-1") == 1
+    assert after.resource_version == log[-1].resource_version
+    check_history(log)
+
+
+def _reader(wire: TopicSet) -> Consumer:
+    return Consumer(
+        {
+            "bootstrap.servers": wire.bootstrap,
+            "group.id": f"{wire.prefix}-reader",
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+
+
+def _replies(wire: TopicSet) -> list[tuple[bytes, Rejected | Committed]]:
+    consumer = _reader(wire)
+    consumer.assign([TopicPartition(wire.replies, 0, 0)])
+    found = []
+    while (message := consumer.poll(10.0)) is not None:
+        if message.error() is not None:
+            assert message.error().code() == KafkaError._PARTITION_EOF
+            break
+        found.append((message.key(), decode_reply(message.value())))
+    consumer.close()
+    return found
+
+
+def _dlq(wire: TopicSet) -> list[dict[str, bytes]]:
+    consumer = _reader(wire)
+    consumer.assign([TopicPartition(wire.dlq, 0, 0)])
+    found = []
+    while (message := consumer.poll(10.0)) is not None:
+        if message.error() is not None:
+            break
+        found.append(dict(message.headers() or []))
+    consumer.close()
+    return found
+
+
+def test_poison_commands_are_answered_or_dead_lettered_and_the_leader_keeps_serving(
+    wire: TopicSet, client: MetadataClient
+) -> None:
+    leader = Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders",
+                    options=LeaderOptions(max_command_bytes=4096)).start()  # fmt: skip
+    assert leader.wait_until_serving(timeout=60.0)
+    producer = Producer({"bootstrap.servers": wire.bootstrap})
+    producer.produce(wire.commands, b"\xc3\x01garbage", partition=0)
+    poison_headers = [(REPLY_TO_HEADER, b"someone"), (COMMAND_ID_HEADER, b"bad-1")]
+    producer.produce(wire.commands, b"not avro at all", partition=0, headers=poison_headers)
+    producer.produce(wire.commands, b"x" * 8192, partition=0)
+    producer.flush(10.0)
+
+    try:
+        served = client.create_table("public", "after", COLUMNS)
+    finally:
+        leader.stop()
+
+    assert served.resource_version == 2
+    rejected = [r for key, r in _replies(wire) if key == b"someone"]
+    assert len(rejected) == 1 and isinstance(rejected[0], Rejected)
+    assert rejected[0].code == "PoisonCommand" and rejected[0].command_id == "bad-1"
+    reasons = [h[REASON_HEADER].decode() for h in _dlq(wire)]
+    assert len(reasons) == 2
+    assert "exceeds the limit" in reasons[1]
