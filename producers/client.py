@@ -17,7 +17,7 @@ from events.replies import Committed, Rejected
 from events.topics import Topics
 from events.values import Column, TableRouteValue
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, rejection_from_reply
-from producers.routing import Layout, read_layout
+from producers.routing import Layout, read_layout, watermarks
 
 COMMAND_ID_HEADER = "metalog.command_id"
 REPLY_TO_HEADER = "metalog.reply_to"
@@ -305,7 +305,7 @@ class MetadataClient:
             )  # fmt: skip
             tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
             try:
-                _, high = consumer.get_watermark_offsets(tp, timeout=10.0)
+                _, high = watermarks(consumer, tp)
             except KafkaException as exc:
                 consumer.close()
                 raise LeaderUnavailable(f"cannot read `{self.topics.replies}`: {exc}") from exc

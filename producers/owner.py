@@ -27,6 +27,7 @@ from events.replies import Rejected, Reply
 from events.topics import Topics
 from producers.errors import CommandRejected, Fenced, TransactionFailed
 from producers.local import LocalCatalog, Stamp
+from producers.routing import watermarks
 
 log = logging.getLogger(__name__)
 
@@ -295,7 +296,7 @@ def read_events(bootstrap: str, topic: str, partition: int) -> list[Event]:
     )
     events: list[Event] = []
     try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10.0)
+        low, high = watermarks(consumer, TopicPartition(topic, partition))
         if high <= low:
             return events
         consumer.assign([TopicPartition(topic, partition, low)])

@@ -85,7 +85,11 @@ def test_kill_9_inside_a_transaction_leaves_nothing_partial_and_a_retry_applies_
 
     caller = threading.Thread(target=first_try)
     caller.start()
-    assert doomed.wait(timeout=90.0) == -9
+    try:
+        assert doomed.wait(timeout=90.0) == -9
+    finally:
+        doomed.kill()
+        doomed.wait()
     if crash_at != "after_commit":
         assert log_of(wire) == [], "a killed transaction left something visible"
 
