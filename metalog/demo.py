@@ -136,7 +136,7 @@ def print_rows(rows: Sequence[Mapping[str, Any]], title: str, limit: int = 20) -
         table.add_column(name)
     for row in rows[-limit:]:
         table.add_row(*(str(row[c]) for c in columns))
-    Console().print(table)
+    Console(width=150).print(table)
 
 
 def run(bootstrap: str, prefix: str, state_dir: Path, count: int = 5) -> list[dict[str, Any]]:

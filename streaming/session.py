@@ -19,6 +19,13 @@ BASE_CONF: dict[str, str] = {
     # Small local jobs: adaptive execution only adds planning time here.
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.streaming.stopTimeout": "30s",
+    "spark.ui.showConsoleProgress": "false",
+}
+# In local mode the driver talks only to itself: bind to loopback, which also
+# avoids the "hostname resolves to a loopback address" warning.
+LOCAL_CONF: dict[str, str] = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
 }
 
 
@@ -37,7 +44,8 @@ def spark_session(
     Returns:
         The session, with the log level at WARN.
     """
-    conf = {**BASE_CONF, "spark.jars": ",".join(str(p) for p in spark_jars()),
+    local = LOCAL_CONF if master.startswith("local") else {}
+    conf = {**BASE_CONF, **local, "spark.jars": ",".join(str(p) for p in spark_jars()),
             **(extra_conf or {})}
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():

@@ -1,0 +1,1 @@
+"""Tests of the local stack: jars, broker lifecycle, topics, Spark + Kafka + Delta."""
