@@ -37,7 +37,7 @@ from events.event import Event
 from events.intents import LeaderElected
 from events.replies import Rejected
 from producers.errors import CommandRejected, InvalidCommand, VersionConflict
-from producers.rules import attributes, partitions, publication, regions, tables
+from producers.rules import attributes, partitions, publication, regions, tables, truncate
 from producers.rules.common import Change, Decision
 from projector.image import Image
 
@@ -83,7 +83,7 @@ _RULES: dict[type[Any], Callable[[Image, Any], Decision]] = {
     PurgeTable: tables.purge,
     RenameTable: tables.rename,
     AlterTable: tables.alter,
-    TruncateTable: tables.truncate,
+    TruncateTable: truncate.truncate,
     AddPartition: partitions.add,
     DropPartition: partitions.drop,
     TruncatePartition: partitions.truncate,

@@ -1,4 +1,4 @@
-"""Table lifecycle rules: create, drop, recover, purge, rename, alter, truncate.
+"""Table lifecycle rules: create, drop, recover, purge, rename, alter (truncate: `truncate`).
 
 GreptimeDB's single-transaction DDL: each command writes all its keys in one
 change, guarded by the compare conditions it records as requirements.
@@ -12,17 +12,14 @@ from events.commands import (
     PurgeTable,
     RecoverTable,
     RenameTable,
-    TruncateTable,
 )
 from events.intents import (
-    IdChange,
     TableAltered,
     TableCreated,
     TableDropped,
     TablePurged,
     TableRecovered,
     TableRenamed,
-    TableTruncated,
 )
 from events.keys import removed, table_info_key, table_name_key, table_route_key
 from events.values import PartitionDef, TableInfoValue, TableNameValue, TableRouteValue
@@ -48,7 +45,6 @@ from producers.rules.common import (
     put,
     put_datanode_tables,
     qualified,
-    rekeyed_route,
     touched,
 )
 from producers.rules.label_rules import follow_rules
@@ -116,7 +112,7 @@ def drop(image: Image, command: DropTable) -> Change:
     """DropTable: info and route move under `__removed-`; name and datanode keys go."""
     info = live_table(image, command.schema_name, command.table_name)
     check_version(info, command.expected_version)
-    route = _route(image, info.table_id)
+    route = live_route(image, info.table_id)
     info_key, route_key = table_info_key(info.table_id), table_route_key(info.table_id)
     return Change(
         intent=TableDropped(
@@ -254,47 +250,8 @@ def alter(image: Image, command: AlterTable) -> Change:
     )
 
 
-def truncate(image: Image, command: TruncateTable) -> Change:
-    """TruncateTable (TiDB): new table and partition ids; every key and label range follows."""
-    info = live_table(image, command.schema_name, command.table_name)
-    check_version(info, command.expected_version)
-    new_id, *partition_ids = new_ids(image, 1 + len(info.partitions))
-    route = _route(image, info.table_id)
-    new_route = rekeyed_route(route, new_id)
-    partitions = tuple(
-        p.model_copy(update={"partition_id": pid})
-        for p, pid in zip(info.partitions, partition_ids, strict=True)
-    )
-    truncated = info.model_copy(update={"table_id": new_id, "partitions": partitions, "version": 1})
-    return Change(
-        intent=TableTruncated(
-            table_id=info.table_id,
-            new_table_id=new_id,
-            partition_ids=tuple(
-                IdChange(old_id=old.partition_id, new_id=new.partition_id)
-                for old, new in zip(info.partitions, partitions, strict=True)
-            ),
-        ),
-        requirements=(at_version(info), KeyAbsent(key=table_info_key(new_id))),
-        mutations=mutations(
-            [delete(table_info_key(info.table_id)), delete(table_route_key(info.table_id))],
-            delete_datanode_tables(route),
-            [
-                put(table_info_key(new_id), truncated),
-                put(table_route_key(new_id), new_route),
-                put(
-                    table_name_key(image.catalog, info.schema_name, info.table_name),
-                    TableNameValue(table_id=new_id),
-                ),
-            ],
-            put_datanode_tables(new_route, 1),
-            follow_rules(image.head, info, truncated),
-        ),
-        tables=touched(image, info.table_id, new_id),
-    )
-
-
-def _route(image: Image, table_id: int) -> TableRouteValue:
+def live_route(image: Image, table_id: int) -> TableRouteValue:
+    """The route of a live table."""
     route = image.head.route(table_id)
     assert route is not None, "a live table always has a route"
     return route
