@@ -21,14 +21,14 @@ def _log() -> tuple[Event, ...]:
     return catalog.events
 
 
-def test_a_gap_in_resource_versions_raises_sequence_gap_naming_the_missing_range():
+def test_a_gap_in_resource_versions_raises_sequence_gap_naming_the_missing_range() -> None:
     events = _log()
     with pytest.raises(SequenceGap, match=r"expected resource_version 2: events 2\.\.2") as caught:
         replay(Image.empty(CATALOG), (events[0], events[2]))
     assert (caught.value.expected, caught.value.got) == (2, 3)
 
 
-def test_a_duplicate_is_ignored_and_returns_the_same_image_object():
+def test_a_duplicate_is_ignored_and_returns_the_same_image_object() -> None:
     events = _log()
     image = replay(Image.empty(CATALOG), events[:2])
     assert classify(image, events[0]) is Delivery.DUPLICATE
@@ -37,7 +37,7 @@ def test_a_duplicate_is_ignored_and_returns_the_same_image_object():
     assert classify(Image.empty(CATALOG), events[2]) is Delivery.GAP
 
 
-def test_a_failed_requirement_is_divergence_naming_the_resource_version_and_requirement():
+def test_a_failed_requirement_is_divergence_naming_the_resource_version_and_requirement() -> None:
     events = _log()
     image = replay(Image.empty(CATALOG), events[:1])
     name_key = f"__table_name/{CATALOG}/public/orders"
@@ -47,7 +47,7 @@ def test_a_failed_requirement_is_divergence_naming_the_resource_version_and_requ
         apply(image, forged)
 
 
-def test_a_table_version_jump_is_divergence():
+def test_a_table_version_jump_is_divergence() -> None:
     events = _log()
     image = replay(Image.empty(CATALOG), events[:1])
     forged = events[1].model_copy(update={"tables": (TableVersion(table_id=1, version=3),)})
@@ -55,14 +55,16 @@ def test_a_table_version_jump_is_divergence():
         apply(image, forged)
 
 
-def test_a_new_table_id_must_start_at_version_one():
+def test_a_new_table_id_must_start_at_version_one() -> None:
     event = _log()[0]
     forged = event.model_copy(update={"tables": (TableVersion(table_id=1, version=2),)})
     with pytest.raises(Divergence, match="goes to version 2 but is at 0"):
         apply(Image.empty(CATALOG), forged)
 
 
-def test_an_event_from_an_older_leader_is_stale_leader_and_leader_elected_raises_the_epoch():
+def test_an_event_from_an_older_leader_is_stale_leader_and_leader_elected_raises_the_epoch() -> (
+    None
+):
     image = Image.empty(CATALOG)
     stamp = stamps()
     first = elect(image, "a", stamp())
@@ -81,7 +83,7 @@ def test_an_event_from_an_older_leader_is_stale_leader_and_leader_elected_raises
         apply(image, again)
 
 
-def test_an_unelected_leader_epoch_and_a_broken_chain_are_divergence():
+def test_an_unelected_leader_epoch_and_a_broken_chain_are_divergence() -> None:
     event = _log()[0]
     with pytest.raises(Divergence, match="never elected"):
         apply(Image.empty(CATALOG), event.model_copy(update={"leader_epoch": 4}))
@@ -91,7 +93,7 @@ def test_an_unelected_leader_epoch_and_a_broken_chain_are_divergence():
         apply(Image.empty("other"), event)
 
 
-def test_every_apply_moves_last_hash_and_resource_version():
+def test_every_apply_moves_last_hash_and_resource_version() -> None:
     events = _log()
     image = Image.empty(CATALOG)
     for event in events:
@@ -100,7 +102,7 @@ def test_every_apply_moves_last_hash_and_resource_version():
         assert image.resource_version == event.resource_version
 
 
-def test_auto_mode_shares_one_view_for_head_and_published():
+def test_auto_mode_shares_one_view_for_head_and_published() -> None:
     image = replay(Image.empty(CATALOG), _log())
     assert image.published is image.head
     assert image.stable_epoch == 2

@@ -10,7 +10,7 @@ from projector.export import export
 from tests.domain.builders import CATALOG, command, create, last, local, stamps
 
 
-def test_drop_vs_drop_the_second_console_gets_a_version_conflict_then_table_not_found():
+def test_drop_vs_drop_the_second_console_gets_a_version_conflict_then_table_not_found() -> None:
     catalog = local()
     catalog.submit(create())
     seen = catalog.image.resource_version  # both consoles read v
@@ -25,7 +25,7 @@ def test_drop_vs_drop_the_second_console_gets_a_version_conflict_then_table_not_
     assert catalog.image.resource_version == 2
 
 
-def test_drop_vs_alter_a_stale_drop_is_refused_and_the_retry_after_re_reading_succeeds():
+def test_drop_vs_alter_a_stale_drop_is_refused_and_the_retry_after_re_reading_succeeds() -> None:
     catalog = local()
     catalog.submit(create())
     seen = catalog.image.resource_version
@@ -47,7 +47,7 @@ def test_drop_vs_alter_a_stale_drop_is_refused_and_the_retry_after_re_reading_su
     assert committed.resource_version == 3
 
 
-def test_a_rejection_produces_the_rejected_reply_with_the_current_value_and_no_event():
+def test_a_rejection_produces_the_rejected_reply_with_the_current_value_and_no_event() -> None:
     catalog = local()
     catalog.submit(create())
     stale = command(DropTable, table_name="orders", expected_version=6)
@@ -61,7 +61,7 @@ def test_a_rejection_produces_the_rejected_reply_with_the_current_value_and_no_e
     )
 
 
-def test_reload_bumps_the_resource_version_only():
+def test_reload_bumps_the_resource_version_only() -> None:
     catalog = local()
     catalog.submit(create())
     before = catalog.image
@@ -70,7 +70,7 @@ def test_reload_bumps_the_resource_version_only():
     assert catalog.image.head is before.head and catalog.image.stable_epoch == before.stable_epoch
 
 
-def test_export_returns_resource_version_and_metadata_and_bumps_nothing():
+def test_export_returns_resource_version_and_metadata_and_bumps_nothing() -> None:
     catalog = local()
     catalog.submit(create())
     image = catalog.image

@@ -14,6 +14,7 @@ from events.commands import (
 from events.intents import AttributesSet
 from events.values import Label, LabelRuleValue
 from producers.errors import InvalidAttributes, NoAttributes, PartitionNotFound
+from producers.local import LocalCatalog
 from projector.export import region_label_rows
 from projector.labels import partition_rule_ranges, record_key_range
 from tests.domain.builders import command, create, deleted, last, local, writes
@@ -32,13 +33,13 @@ def _labels(text: str) -> tuple[Label, ...]:
     return tuple(Label(key=k, value=v) for k, v in (i.split("=") for i in text.split(",")))
 
 
-def _partitioned():  # type: ignore[no-untyped-def]
+def _partitioned() -> LocalCatalog:
     catalog = local()
     catalog.submit(create(partitions=("p0", "p1")))
     return catalog
 
 
-def test_set_on_a_table_puts_a_key_range_rule_covering_the_table_and_all_partitions():
+def test_set_on_a_table_puts_a_key_range_rule_covering_the_table_and_all_partitions() -> None:
     catalog = _partitioned()
     catalog.submit(_set("merge_option=deny"))
     event = last(catalog)
@@ -52,7 +53,7 @@ def test_set_on_a_table_puts_a_key_range_rule_covering_the_table_and_all_partiti
     assert catalog.image.head.attributes("public", "orders") == _labels("merge_option=deny")
 
 
-def test_a_partition_inherits_the_table_labels_and_its_own_rule_wins():
+def test_a_partition_inherits_the_table_labels_and_its_own_rule_wins() -> None:
     catalog = _partitioned()
     catalog.submit(_set("merge_option=deny,a=1"))
     catalog.submit(_set("merge_option=allow", "p0"))
@@ -63,7 +64,7 @@ def test_a_partition_inherits_the_table_labels_and_its_own_rule_wins():
     assert head.attributes("public", "orders", "p1") == _labels("merge_option=deny,a=1")
 
 
-def test_a_later_table_level_set_removes_the_partitions_own_rules_in_the_same_change():
+def test_a_later_table_level_set_removes_the_partitions_own_rules_in_the_same_change() -> None:
     catalog = _partitioned()
     catalog.submit(_set("merge_option=allow", "p0"))
     catalog.submit(_set("merge_option=deny"))
@@ -73,7 +74,7 @@ def test_a_later_table_level_set_removes_the_partitions_own_rules_in_the_same_ch
     assert catalog.image.head.attributes("public", "orders", "p0") == _labels("merge_option=deny")
 
 
-def test_reset_deletes_the_rule_and_reset_without_a_rule_is_no_attributes():
+def test_reset_deletes_the_rule_and_reset_without_a_rule_is_no_attributes() -> None:
     catalog = _partitioned()
     catalog.submit(_set("a=1", "p1"))
     catalog.submit(command(ResetAttributes, table_name="orders", partition_name="p1"))
@@ -83,7 +84,7 @@ def test_reset_deletes_the_rule_and_reset_without_a_rule_is_no_attributes():
     assert catalog.image.head.label_rules() == ()
 
 
-def test_a_malformed_attribute_string_or_unknown_partition_is_rejected():
+def test_a_malformed_attribute_string_or_unknown_partition_is_rejected() -> None:
     catalog = _partitioned()
     with pytest.raises(InvalidAttributes):
         catalog.submit(_set("novalue"))
@@ -91,7 +92,7 @@ def test_a_malformed_attribute_string_or_unknown_partition_is_rejected():
         catalog.submit(_set("a=1", "p9"))
 
 
-def test_drop_table_keeps_rules_until_purge_and_recover_leaves_them_unchanged():
+def test_drop_table_keeps_rules_until_purge_and_recover_leaves_them_unchanged() -> None:
     catalog = _partitioned()
     catalog.submit(_set("a=1"))
     catalog.submit(_set("b=2", "p0"))
@@ -106,7 +107,7 @@ def test_drop_table_keeps_rules_until_purge_and_recover_leaves_them_unchanged():
     assert catalog.image.head.label_rules() == ()
 
 
-def test_purge_leaves_the_rule_of_a_newer_table_with_the_same_name():
+def test_purge_leaves_the_rule_of_a_newer_table_with_the_same_name() -> None:
     catalog = local()
     catalog.submit(create())
     catalog.submit(command(DropTable, table_name="orders"))
@@ -117,7 +118,7 @@ def test_purge_leaves_the_rule_of_a_newer_table_with_the_same_name():
     assert catalog.image.head.attributes("public", "orders") == _labels("a=1")
 
 
-def test_truncate_table_moves_every_key_to_new_ids_and_the_rule_ranges_follow():
+def test_truncate_table_moves_every_key_to_new_ids_and_the_rule_ranges_follow() -> None:
     catalog = _partitioned()
     catalog.submit(_set("a=1"))
     catalog.submit(_set("b=2", "p0"))
@@ -137,7 +138,7 @@ def test_truncate_table_moves_every_key_to_new_ids_and_the_rule_ranges_follow():
     assert [(t.table_id, t.version) for t in event.tables] == [(1, 4), (4, 1)]
 
 
-def test_rename_re_keys_the_rules_to_the_new_name():
+def test_rename_re_keys_the_rules_to_the_new_name() -> None:
     catalog = _partitioned()
     catalog.submit(_set("a=1"))
     catalog.submit(_set("b=2", "p0"))
@@ -148,7 +149,7 @@ def test_rename_re_keys_the_rules_to_the_new_name():
     assert head.label_rule("schema/public/orders") is None
 
 
-def test_region_label_rows_of_the_image_render_tidbs_information_schema_table():
+def test_region_label_rows_of_the_image_render_tidbs_information_schema_table() -> None:
     catalog = _partitioned()
     catalog.submit(_set("merge_option=deny"))
     catalog.submit(_set("merge_option=allow", "p0"))

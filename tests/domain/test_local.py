@@ -13,7 +13,7 @@ from projector.packing import pack, unpack
 from tests.domain.builders import CATALOG, COLUMNS, command, create, local, stamps
 
 
-def test_a_retried_command_returns_the_first_outcome_and_writes_nothing():
+def test_a_retried_command_returns_the_first_outcome_and_writes_nothing() -> None:
     catalog = local()
     first = create()
     committed = catalog.submit(first)
@@ -28,7 +28,7 @@ def test_a_retried_command_returns_the_first_outcome_and_writes_nothing():
     assert again.value is caught.value
 
 
-def test_the_dedupe_window_is_rebuilt_from_a_replayed_log():
+def test_the_dedupe_window_is_rebuilt_from_a_replayed_log() -> None:
     catalog = local()
     first = create()
     committed = catalog.submit(first)
@@ -39,7 +39,7 @@ def test_the_dedupe_window_is_rebuilt_from_a_replayed_log():
     assert rebuilt.new_events == []
 
 
-def test_the_dedupe_window_is_bounded_oldest_first():
+def test_the_dedupe_window_is_bounded_oldest_first() -> None:
     catalog = LocalCatalog(CATALOG, stamps(), window=2)
     commands = [create(f"t{i}") for i in range(3)]
     for c in commands:
@@ -50,7 +50,7 @@ def test_the_dedupe_window_is_bounded_oldest_first():
         catalog.submit(commands[0])
 
 
-def test_elect_writes_leader_elected_with_the_next_leader_epoch():
+def test_elect_writes_leader_elected_with_the_next_leader_epoch() -> None:
     catalog = local()
     event = catalog.elect("a")
     assert (event.leader_epoch, event.command_id, event.actor) == (1, None, "a")
@@ -58,12 +58,12 @@ def test_elect_writes_leader_elected_with_the_next_leader_epoch():
     assert catalog.events[-1].leader_epoch == 1
 
 
-def test_a_stamp_must_be_aware_utc():
+def test_a_stamp_must_be_aware_utc() -> None:
     with pytest.raises(ValueError, match="aware UTC"):
         Stamp(event_id="x", occurred_at=datetime(2026, 1, 1))  # noqa: DTZ001
 
 
-def test_packing_round_trips_every_value_and_shares_equal_columns():
+def test_packing_round_trips_every_value_and_shares_equal_columns() -> None:
     catalog = local()
     catalog.submit(create("a", partitions=("p",)))
     catalog.submit(create("b"))

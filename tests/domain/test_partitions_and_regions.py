@@ -13,11 +13,12 @@ from events.commands import (
 )
 from events.values import DatanodeTableValue, TableRouteValue
 from producers.errors import PartitionExists, RegionNotFound, RouteChanged, VersionConflict
+from producers.local import LocalCatalog
 from projector.labels import partition_rule_ranges, record_key_range
 from tests.domain.builders import command, create, deleted, last, local, writes
 
 
-def _partitioned():  # type: ignore[no-untyped-def]
+def _partitioned() -> LocalCatalog:
     catalog = local()
     catalog.submit(create(partitions=("p0", "p1")))
     catalog.submit(command(SetAttributes, table_name="orders", attributes="a=1"))
@@ -27,7 +28,7 @@ def _partitioned():  # type: ignore[no-untyped-def]
     return catalog
 
 
-def test_add_partition_takes_a_fresh_id_and_the_table_rule_covers_it():
+def test_add_partition_takes_a_fresh_id_and_the_table_rule_covers_it() -> None:
     catalog = _partitioned()
     catalog.submit(command(AddPartition, table_name="orders", partition_name="p2"))
     head = catalog.image.head
@@ -37,7 +38,7 @@ def test_add_partition_takes_a_fresh_id_and_the_table_rule_covers_it():
         catalog.submit(command(AddPartition, table_name="orders", partition_name="p2"))
 
 
-def test_drop_partition_deletes_its_rule_at_once_and_shrinks_the_table_rule():
+def test_drop_partition_deletes_its_rule_at_once_and_shrinks_the_table_rule() -> None:
     catalog = _partitioned()
     catalog.submit(command(DropPartition, table_name="orders", partition_name="p0"))
     event = last(catalog)
@@ -49,7 +50,7 @@ def test_drop_partition_deletes_its_rule_at_once_and_shrinks_the_table_rule():
     )
 
 
-def test_truncate_partition_gives_a_new_id_that_both_rules_follow():
+def test_truncate_partition_gives_a_new_id_that_both_rules_follow() -> None:
     catalog = _partitioned()
     catalog.submit(command(TruncatePartition, table_name="orders", partition_name="p0"))
     head = catalog.image.head
@@ -60,7 +61,7 @@ def test_truncate_partition_gives_a_new_id_that_both_rules_follow():
     )
 
 
-def test_exchange_partition_swaps_ids_and_the_rules_with_their_ids_and_ranges():
+def test_exchange_partition_swaps_ids_and_the_rules_with_their_ids_and_ranges() -> None:
     catalog = _partitioned()
     catalog.submit(create("plain", datanodes=(2,)))  # id 4
     catalog.submit(command(SetAttributes, table_name="plain", attributes="c=3"))
@@ -93,7 +94,7 @@ def test_exchange_partition_swaps_ids_and_the_rules_with_their_ids_and_ranges():
     assert (plain.labels[0].key, plain.ranges) == ("b", (record_key_range(2),))
 
 
-def test_exchange_checks_both_expected_versions():
+def test_exchange_checks_both_expected_versions() -> None:
     catalog = _partitioned()
     catalog.submit(create("plain"))
     with pytest.raises(VersionConflict, match=r"`public\.plain` is at version 1, not 5"):
@@ -109,7 +110,7 @@ def test_exchange_checks_both_expected_versions():
         )
 
 
-def _failover_setup():  # type: ignore[no-untyped-def]
+def _failover_setup() -> tuple[LocalCatalog, TableRouteValue]:
     catalog = local()
     catalog.submit(create(regions=2, datanodes=(1, 2)))
     route = catalog.image.head.route(1)
@@ -117,7 +118,7 @@ def _failover_setup():  # type: ignore[no-untyped-def]
     return catalog, route
 
 
-def test_failover_puts_the_route_and_moves_the_region_between_datanode_keys():
+def test_failover_puts_the_route_and_moves_the_region_between_datanode_keys() -> None:
     catalog, route = _failover_setup()
     region = route.region_routes[1].region_id  # on datanode 2
     catalog.submit(
@@ -135,7 +136,7 @@ def test_failover_puts_the_route_and_moves_the_region_between_datanode_keys():
     assert catalog.image.head.datanode_tables(2) == ()
 
 
-def test_failover_keeps_the_old_datanode_key_while_it_has_regions_left():
+def test_failover_keeps_the_old_datanode_key_while_it_has_regions_left() -> None:
     catalog = local()
     catalog.submit(create(regions=3, datanodes=(1, 2)))
     route = catalog.image.head.route(1)
@@ -148,7 +149,7 @@ def test_failover_keeps_the_old_datanode_key_while_it_has_regions_left():
     assert [v.regions for v in head.datanode_tables(3)] == [(0,)]
 
 
-def test_failover_against_a_stale_snapshot_is_route_changed():
+def test_failover_against_a_stale_snapshot_is_route_changed() -> None:
     catalog, route = _failover_setup()
     region = route.region_routes[1].region_id
     catalog.submit(

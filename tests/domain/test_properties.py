@@ -1,6 +1,7 @@
 """Property tests of decide + apply over random command sequences, in both publish modes."""
 
 import contextlib
+from collections.abc import Callable
 from itertools import chain
 
 from hypothesis import HealthCheck, given, settings
@@ -10,7 +11,7 @@ from events.commands import (
     AddPartition,
     AdvanceStableEpoch,
     AlterTable,
-    CommandBase,
+    Command,
     DropPartition,
     DropTable,
     ExchangePartition,
@@ -52,11 +53,11 @@ steps = st.lists(
 )
 
 
-def _command(image: Image, step: Step) -> CommandBase:
+def _command(image: Image, step: Step) -> Command:
     kind, n, p, d, k = step
     name, part, other = NAMES[n], PARTS[p], NAMES[(n + 1) % 3]
     table_id = _pick(sorted(image.head.datanodes.get(1, {})), n + k)
-    kinds = {
+    kinds: dict[int, Callable[[], Command]] = {
         0: lambda: create(name, partitions=PARTS[: k + 1] if d > 1 else (), datanodes=(1, d)),
         1: lambda: command(DropTable, table_name=name),
         2: lambda: command(RecoverTable, table_name=name),
@@ -97,7 +98,7 @@ def _pick(ids: list[int], index: int) -> int:
     return ids[index % len(ids)] if ids else 1
 
 
-def _failover(image: Image, table_id: int, to: int) -> CommandBase:
+def _failover(image: Image, table_id: int, to: int) -> Command:
     route = image.head.route(table_id)
     if route is None:
         return command(Reload)

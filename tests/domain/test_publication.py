@@ -24,7 +24,7 @@ def _advance(epoch: int) -> AdvanceStableEpoch:
     return command(AdvanceStableEpoch, epoch=epoch)
 
 
-def test_a_change_in_explicit_mode_stays_pending_until_published_and_stable():
+def test_a_change_in_explicit_mode_stays_pending_until_published_and_stable() -> None:
     catalog = local("explicit")
     committed = catalog.submit(create())
     assert committed.schema_epoch == 0
@@ -42,7 +42,7 @@ def test_a_change_in_explicit_mode_stays_pending_until_published_and_stable():
     assert image.published == image.head and image.stable_epoch == 5
 
 
-def test_publish_with_nothing_pending_is_nothing_to_publish():
+def test_publish_with_nothing_pending_is_nothing_to_publish() -> None:
     catalog = local("explicit")
     with pytest.raises(NothingToPublish, match="table id 1 has no pending change"):
         catalog.submit(_publish(1, 1))
@@ -52,7 +52,7 @@ def test_publish_with_nothing_pending_is_nothing_to_publish():
         catalog.submit(_publish(1, 3))
 
 
-def test_publish_below_an_epoch_a_pending_change_already_has_is_epoch_regression():
+def test_publish_below_an_epoch_a_pending_change_already_has_is_epoch_regression() -> None:
     catalog = local("explicit")
     catalog.submit(create())
     catalog.submit(_publish(1, 5))
@@ -63,7 +63,7 @@ def test_publish_below_an_epoch_a_pending_change_already_has_is_epoch_regression
     assert [c.epoch for c in catalog.image.pending_changes(1)] == [5, 5]
 
 
-def test_publish_below_the_tables_last_published_epoch_is_refused():
+def test_publish_below_the_tables_last_published_epoch_is_refused() -> None:
     catalog = local("explicit")
     catalog.submit(create())
     catalog.submit(_publish(1, 5))
@@ -82,7 +82,7 @@ def test_publish_below_the_tables_last_published_epoch_is_refused():
     assert catalog.image.published.table(1) is None
 
 
-def test_publish_at_or_below_the_stable_epoch_is_epoch_not_above_stable():
+def test_publish_at_or_below_the_stable_epoch_is_epoch_not_above_stable() -> None:
     catalog = local("explicit")
     catalog.submit(_advance(3))
     catalog.submit(create())
@@ -90,21 +90,21 @@ def test_publish_at_or_below_the_stable_epoch_is_epoch_not_above_stable():
         catalog.submit(_publish(1, 3))
 
 
-def test_publish_in_auto_mode_is_wrong_publish_mode():
+def test_publish_in_auto_mode_is_wrong_publish_mode() -> None:
     catalog = local()
     catalog.submit(create())
     with pytest.raises(WrongPublishMode, match="publishes automatically"):
         catalog.submit(_publish(1, 9))
 
 
-def test_advance_stable_epoch_must_go_up():
+def test_advance_stable_epoch_must_go_up() -> None:
     catalog = local("explicit")
     catalog.submit(_advance(2))
     with pytest.raises(EpochNotAboveStable):
         catalog.submit(_advance(2))
 
 
-def test_switching_to_auto_with_changes_pending_is_refused_and_after_release_shares_head():
+def test_switching_to_auto_with_changes_pending_is_refused_and_after_release_shares_head() -> None:
     catalog = local("explicit")
     catalog.submit(create())
     with pytest.raises(ChangesPending):
@@ -119,7 +119,7 @@ def test_switching_to_auto_with_changes_pending_is_refused_and_after_release_sha
     assert committed.schema_epoch == 2 and catalog.image.stable_epoch == 2
 
 
-def test_create_and_drop_published_at_one_epoch_cancel_out_for_followers():
+def test_create_and_drop_published_at_one_epoch_cancel_out_for_followers() -> None:
     catalog = local("explicit")
     catalog.submit(create())
     catalog.submit(command(DropTable, table_name="orders"))
@@ -134,7 +134,7 @@ def test_create_and_drop_published_at_one_epoch_cancel_out_for_followers():
     assert after.published.removed_table(1) is not None
 
 
-def test_create_and_drop_published_at_different_epochs_appear_in_order():
+def test_create_and_drop_published_at_different_epochs_appear_in_order() -> None:
     catalog = local("explicit")
     catalog.submit(create())
     catalog.submit(_publish(1, 1))
@@ -146,7 +146,7 @@ def test_create_and_drop_published_at_different_epochs_appear_in_order():
     assert catalog.image.published.table_by_name("public", "orders") is None
 
 
-def test_changes_of_one_epoch_are_applied_in_epoch_then_resource_version_order():
+def test_changes_of_one_epoch_are_applied_in_epoch_then_resource_version_order() -> None:
     catalog = local("explicit")
     catalog.submit(create("a"))
     catalog.submit(create("b"))

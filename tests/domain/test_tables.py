@@ -29,7 +29,9 @@ NAME = f"__table_name/{CATALOG}/public/orders"
 REMOVED_INFO, REMOVED_ROUTE = "__removed-__table_info/1", "__removed-__table_route/1"
 
 
-def test_create_allocates_ids_places_regions_round_robin_and_writes_every_key_in_one_change():
+def test_create_allocates_ids_places_regions_round_robin_and_writes_every_key_in_one_change() -> (
+    None
+):
     catalog = local()
     committed = catalog.submit(create(regions=3, datanodes=(7, 8), partitions=("p0", "p1")))
     event = last(catalog)
@@ -62,7 +64,7 @@ def test_create_allocates_ids_places_regions_round_robin_and_writes_every_key_in
     assert catalog.image.max_id == 3
 
 
-def test_create_of_a_taken_name_is_rejected_and_writes_nothing():
+def test_create_of_a_taken_name_is_rejected_and_writes_nothing() -> None:
     catalog = local()
     catalog.submit(create())
     with pytest.raises(NameTaken, match=r"`public\.orders` already exists"):
@@ -70,7 +72,7 @@ def test_create_of_a_taken_name_is_rejected_and_writes_nothing():
     assert catalog.image.resource_version == 1
 
 
-def test_drop_moves_info_and_route_under_removed_and_deletes_name_and_datanode_keys_in_one_change():
+def test_drop_moves_info_and_route_to_removed_and_deletes_name_and_datanode_keys_at_once() -> None:
     catalog = local()
     catalog.submit(create(datanodes=(1,)))
     catalog.submit(command(DropTable, table_name="orders"))
@@ -87,7 +89,7 @@ def test_drop_moves_info_and_route_under_removed_and_deletes_name_and_datanode_k
     assert head.datanode_tables(1) == ()
 
 
-def test_drop_at_a_stale_expected_version_is_a_version_conflict_with_the_current_version():
+def test_drop_at_a_stale_expected_version_is_a_version_conflict_with_the_current_version() -> None:
     catalog = local()
     catalog.submit(create())
     with pytest.raises(VersionConflict) as caught:
@@ -96,12 +98,12 @@ def test_drop_at_a_stale_expected_version_is_a_version_conflict_with_the_current
     assert str(caught.value) == "table `public.orders` is at version 1, not 3: re-read it and retry"
 
 
-def test_drop_of_a_missing_table_is_table_not_found():
+def test_drop_of_a_missing_table_is_table_not_found() -> None:
     with pytest.raises(TableNotFound, match=r"`public\.nope` does not exist"):
         local().submit(command(DropTable, table_name="nope"))
 
 
-def test_recover_reverses_drop_under_the_name_and_keeps_label_rules():
+def test_recover_reverses_drop_under_the_name_and_keeps_label_rules() -> None:
     catalog = local()
     catalog.submit(create(datanodes=(1, 2), regions=2))
     before = catalog.image.head
@@ -118,7 +120,7 @@ def test_recover_reverses_drop_under_the_name_and_keeps_label_rules():
     assert head.table_id("public", "orders") == 1
 
 
-def test_recover_when_the_name_was_taken_again_is_name_taken():
+def test_recover_when_the_name_was_taken_again_is_name_taken() -> None:
     catalog = local()
     catalog.submit(create())
     catalog.submit(command(DropTable, table_name="orders"))
@@ -127,7 +129,7 @@ def test_recover_when_the_name_was_taken_again_is_name_taken():
         catalog.submit(command(RecoverTable, table_name="orders", table_id=1))
 
 
-def test_recover_by_name_picks_the_newest_dropped_table():
+def test_recover_by_name_picks_the_newest_dropped_table() -> None:
     catalog = local()
     for _ in range(2):
         catalog.submit(create())
@@ -136,7 +138,7 @@ def test_recover_by_name_picks_the_newest_dropped_table():
     assert catalog.image.head.table_id("public", "orders") == 2
 
 
-def test_purge_deletes_removed_keys_and_the_tables_label_rules():
+def test_purge_deletes_removed_keys_and_the_tables_label_rules() -> None:
     from events.commands import SetAttributes
 
     catalog = local()
@@ -162,7 +164,7 @@ def test_purge_deletes_removed_keys_and_the_tables_label_rules():
     assert len(catalog.image.head) == 0
 
 
-def test_purge_of_a_live_table_is_not_removed_and_of_an_unknown_id_table_not_found():
+def test_purge_of_a_live_table_is_not_removed_and_of_an_unknown_id_table_not_found() -> None:
     catalog = local()
     catalog.submit(create())
     with pytest.raises(NotRemoved, match="drop it before purging"):
@@ -171,7 +173,7 @@ def test_purge_of_a_live_table_is_not_removed_and_of_an_unknown_id_table_not_fou
         catalog.submit(command(PurgeTable, table_id=9))
 
 
-def test_ids_are_never_reused_after_a_purge():
+def test_ids_are_never_reused_after_a_purge() -> None:
     catalog = local()
     catalog.submit(create(partitions=("p0",)))
     catalog.submit(command(DropTable, table_name="orders"))
@@ -180,7 +182,7 @@ def test_ids_are_never_reused_after_a_purge():
     assert catalog.image.head.table_id("public", "orders") == 3
 
 
-def test_rename_deletes_the_old_name_puts_the_new_one_and_the_info_at_version_plus_one():
+def test_rename_deletes_the_old_name_puts_the_new_one_and_the_info_at_version_plus_one() -> None:
     catalog = local()
     catalog.submit(create())
     catalog.submit(command(RenameTable, table_name="orders", new_table_name="sales"))
@@ -197,7 +199,7 @@ def test_rename_deletes_the_old_name_puts_the_new_one_and_the_info_at_version_pl
     assert catalog.image.head.table_by_name("public", "sales") == info
 
 
-def test_rename_onto_a_taken_name_is_name_taken():
+def test_rename_onto_a_taken_name_is_name_taken() -> None:
     catalog = local()
     catalog.submit(create())
     catalog.submit(create("sales"))
@@ -205,7 +207,7 @@ def test_rename_onto_a_taken_name_is_name_taken():
         catalog.submit(command(RenameTable, table_name="orders", new_table_name="sales"))
 
 
-def test_alter_puts_the_info_with_columns_and_options_changed_at_version_plus_one():
+def test_alter_puts_the_info_with_columns_and_options_changed_at_version_plus_one() -> None:
     catalog = local()
     catalog.submit(create(options={"ttl": "7d", "x": "1"}))
     extra = Column(name="amount", data_type="decimal")
@@ -228,7 +230,7 @@ def test_alter_puts_the_info_with_columns_and_options_changed_at_version_plus_on
     assert info.options == {"ttl": "30d"}
 
 
-def test_alter_rejects_an_existing_column_and_a_missing_one():
+def test_alter_rejects_an_existing_column_and_a_missing_one() -> None:
     catalog = local()
     catalog.submit(create())
     with pytest.raises(ColumnExists):
