@@ -33,6 +33,8 @@ from rich.console import Console
 from rich.table import Table
 
 from events.errors import MetalogError
+from events.topics import Topics
+from metalog import demo_write
 from metalog.stack_config import StackConfig
 from metalog.topics import create_topics
 
@@ -162,6 +164,7 @@ def main() -> int:
     config = StackConfig.from_env()
     bootstrap = os.environ.get("METALOG_BOOTSTRAP") or config.bootstrap
     try:
+        demo_write.run(bootstrap, Topics(config.topic_prefix), Console(width=150))
         rows = run(bootstrap, config.topic_prefix, config.state_dir)
     except (MetalogError, KafkaException) as exc:
         print(f"metalog demo: error: {exc} (is the broker up? run `metalog up`)", file=sys.stderr)

@@ -17,7 +17,11 @@ from events.replies import Committed, Rejected
 from events.topics import Topics
 from events.values import Column, TableRouteValue
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, rejection_from_reply
+from producers.log import read_events
 from producers.routing import Layout, read_layout, watermarks
+from projector.apply import replay
+from projector.export import export
+from projector.image import Image
 
 COMMAND_ID_HEADER = "metalog.command_id"
 REPLY_TO_HEADER = "metalog.reply_to"
@@ -230,6 +234,23 @@ class MetadataClient:
     def reload(self, **call: Any) -> Committed:
         """Reload metadata: bumps the resource version only."""
         return self._send(c.Reload, call)
+
+    # -- reads ---------------------------------------------------------------
+
+    def image(self, catalog: str | None = None) -> Image:
+        """The catalog's image, replayed from its committed log (read-only)."""
+        self._connect()
+        assert self._layout is not None
+        name = catalog or self.catalog
+        tp = self._layout.events_partition(name)
+        events = [
+            e for e in read_events(self.bootstrap, tp.topic, tp.partition) if e.catalog == name
+        ]
+        return replay(Image.empty(name), events)
+
+    def export(self, catalog: str | None = None) -> dict[str, Any]:
+        """Hasura's export: `{"resource_version": n, "metadata": {key: value}}`; bumps nothing."""
+        return export(self.image(catalog))
 
     # -- the machinery ------------------------------------------------------
 

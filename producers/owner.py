@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from confluent_kafka import (
-    Consumer,
     KafkaError,
     KafkaException,
     Message,
@@ -19,15 +18,14 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from events.codec import decode_event, encode_event, encode_reply
+from events.codec import encode_event, encode_reply
 from events.commands import Command
-from events.errors import DecodeError
 from events.event import Event
 from events.replies import Rejected, Reply
 from events.topics import Topics
 from producers.errors import CommandRejected, Fenced, TransactionFailed
 from producers.local import LocalCatalog, Stamp
-from producers.routing import watermarks
+from producers.log import read_events
 
 log = logging.getLogger(__name__)
 
@@ -276,44 +274,3 @@ def _abort_quietly(producer: Producer, timeout: float) -> None:
         producer.abort_transaction(timeout)
     except KafkaException as exc:
         log.warning("abort after a failed commit also failed (%s); dropping the producer", exc)
-
-
-def read_events(bootstrap: str, topic: str, partition: int) -> list[Event]:
-    """Every committed event of one events partition, in log order, up to its current end.
-
-    Raises:
-        DecodeError: a record cannot be decoded; the leader cannot decide on a
-            state it cannot read, so it stops rather than skip.
-    """
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"metalog-reader-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-        }
-    )
-    events: list[Event] = []
-    try:
-        low, high = watermarks(consumer, TopicPartition(topic, partition))
-        if high <= low:
-            return events
-        consumer.assign([TopicPartition(topic, partition, low)])
-        while True:
-            message = consumer.poll(1.0)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    return events
-                raise KafkaException(error)
-            try:
-                events.append(decode_event(message.value() or b""))
-            except DecodeError as exc:
-                raise DecodeError(
-                    f"{topic}/{partition} offset {message.offset()}: {exc.reason}"
-                ) from exc
-    finally:
-        consumer.close()

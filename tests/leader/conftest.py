@@ -9,7 +9,7 @@ import pytest
 from events.event import Event
 from producers.client import MetadataClient
 from producers.leader import Leader
-from producers.owner import read_events
+from producers.log import read_events
 from tests.fixtures.kafka import TopicSet
 
 
