@@ -7,10 +7,11 @@ from collections import Counter
 
 import pytest
 
+from events.commands import AlterTable, Reload
 from events.intents import EpochAssigned, StableEpochAdvanced, TableCreated
 from events.values import Column
 from producers.client import MetadataClient
-from producers.errors import VersionConflict
+from producers.errors import NotLeader, VersionConflict
 from producers.leader import Leader
 from projector.apply import replay
 from projector.image import Image
@@ -112,3 +113,49 @@ def test_a_retried_command_id_is_applied_once_and_answers_the_first_outcome(
     again = client.create_table("public", "once", COLUMNS, command_id="create-once")
     assert again == first
     assert [e.command_id for e in log_of(wire)].count("create-once") == 1
+
+
+def test_export_returns_the_resource_version_and_metadata_and_bumps_nothing(
+    wire: TopicSet, leader: Leader, client: MetadataClient
+) -> None:
+    client.create_table("public", "orders", COLUMNS)
+    before = log_of(wire)
+    first = client.export()
+    second = client.export()
+    assert first == second
+    assert first["resource_version"] == before[-1].resource_version
+    assert "__table_name/greptime/public/orders" in first["metadata"]
+    assert log_of(wire) == before
+
+
+def test_an_embedded_submit_and_a_client_command_share_one_log(
+    wire: TopicSet, leader: Leader, client: MetadataClient
+) -> None:
+    client.create_table("public", "orders", COLUMNS)
+    command = AlterTable(
+        command_id="in-process-1",
+        catalog="greptime",
+        actor="service",
+        schema_name="public",
+        table_name="orders",
+        set_options={"ttl": "7d"},
+        expected_version=1,
+    )
+    embedded = leader.submit(command)
+    after = client.alter_table("public", "orders", set_options={"ttl": "1d"}, expected_version=2)
+
+    log = log_of(wire)
+    assert [e.command_id for e in log[-2:]] == ["in-process-1", after.command_id]
+    assert embedded.tables[0].version == 2 and after.tables[0].version == 3
+    check_history(log)
+
+
+def test_an_embedded_submit_for_a_catalog_it_does_not_lead_is_refused(
+    wire: TopicSet, client: MetadataClient
+) -> None:
+    with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-a") as owner:
+        assert owner.wait_until_serving(1, timeout=60.0)
+        with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-a") as idle:
+            command = Reload(command_id="r-1", catalog="greptime", actor="service")
+            with pytest.raises(NotLeader):
+                idle.submit(command)
