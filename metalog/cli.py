@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from events.errors import MetalogError
 
-COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader")
+COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader", "metalog.cli_project")
 
 
 def build_parser() -> argparse.ArgumentParser:

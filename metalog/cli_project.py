@@ -1,0 +1,64 @@
+"""``metalog project``: run the Spark projection of the events topic into Delta tables."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from typing import Any
+
+from events.topics import Topics
+from metalog.stack_config import StackConfig
+from streaming.projection import ProjectionConfig, run_once, start_projection
+from streaming.session import spark_session
+
+DEFAULT_ROOT = ".metalog/projection"
+
+
+def _project(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    config = ProjectionConfig(
+        bootstrap=args.bootstrap,
+        topic=Topics(args.prefix).events,
+        tables=args.tables,
+        checkpoint=args.checkpoint,
+        max_offsets_per_trigger=args.max_offsets_per_trigger,
+        trigger_seconds=args.trigger_seconds,
+        once=args.once,
+    )
+    spark = spark_session(args.master, "metalog-projection")
+    try:
+        if config.once:
+            run_once(spark, config)
+            print(f"metalog: projected {config.topic} into {config.tables}")
+        else:
+            print(f"metalog: projecting {config.topic} into {config.tables} (Ctrl-C stops)")
+            start_projection(spark, config).awaitTermination()
+    finally:
+        spark.stop()
+    return 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``project``."""
+    parser = subparsers.add_parser(
+        "project", help="project the events topic into current-state Delta tables (Spark)")
+    stack = StackConfig.from_env()
+    parser.add_argument("--bootstrap", default=os.environ.get("METALOG_BOOTSTRAP",
+                                                              stack.bootstrap),
+                        help="Kafka bootstrap servers (default: METALOG_BOOTSTRAP or the "
+                             "local stack's)")
+    parser.add_argument("--prefix", default=stack.topic_prefix,
+                        help="topic name prefix (default: METALOG_TOPIC_PREFIX or metalog)")
+    parser.add_argument("--tables", default=f"{DEFAULT_ROOT}/tables",
+                        help="root directory of the Delta tables")
+    parser.add_argument("--checkpoint", default=f"{DEFAULT_ROOT}/checkpoint",
+                        help="streaming checkpoint directory (owns the query id)")
+    parser.add_argument("--master", default="local[2]", help="Spark master URL")
+    parser.add_argument("--trigger-seconds", type=float, default=5.0,
+                        help="micro-batch interval of a continuous run")
+    parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
+                        help="at most this many records per micro-batch (default: all)")
+    parser.add_argument("--once", action="store_true",
+                        help="project everything available now, then exit (availableNow)")
+    parser.set_defaults(func=_project)
