@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 from events.errors import MetalogError
 
-COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader", "metalog.cli_project")
+COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader",
+                                   "metalog.cli_project")
 
 
 def build_parser() -> argparse.ArgumentParser:
