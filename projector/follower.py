@@ -1,0 +1,345 @@
+"""The follower: tails the events topic and publishes an immutable image per poll batch.
+
+Services and datanodes embed one. It assigns the partition of each catalog it
+follows (read_committed, no consumer group), applies the catalog's events in
+resource_version order (`projector.feed`), and after each batch swaps in the
+new images; readers get an `Image` that never changes under them (Kafka
+KRaft's MetadataImage). Optional snapshots let it start without replaying
+the whole log.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from events.errors import MetalogError
+from events.topics import Topics
+from projector.feed import CatalogFeed, FeedStats
+from projector.follower_errors import FollowerError, FollowerStopped, WaitTimeout
+from projector.image import Image
+from projector.snapshot import Position, load_newest, write_snapshot
+from projector.tail import Tail
+from projector.watch import (
+    History,
+    RegionCallback,
+    Watch,
+    WatchEvent,
+    datanode_loop,
+    deliver_changes,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Lag:
+    """How far a catalog's image is behind.
+
+    Attributes:
+        events: High watermark minus the next offset to read (transaction
+            markers count too, so an idle, caught-up follower may show 1).
+        seconds: Now minus `occurred_at` of the last applied event (None before one).
+    """
+
+    events: int
+    seconds: float | None
+
+
+class Follower:
+    """Follows catalogs on the events topic; see the module docstring.
+
+    Args:
+        bootstrap: `host:port` of the Kafka cluster (contacted only by `start`).
+        catalogs: The catalog or catalogs to follow.
+        topics: The topic names (prefix).
+        snapshot_dir: Where snapshots are read from and written to; None for none.
+        snapshot_every: Applied events between automatic snapshots (0: never).
+        history_limit: Changes each catalog keeps for watches resuming from the past.
+        max_batch: Records applied per poll batch (one image is published per batch).
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        catalogs: str | Sequence[str],
+        *,
+        topics: Topics | None = None,
+        snapshot_dir: Path | str | None = None,
+        snapshot_every: int = 0,
+        history_limit: int = 100_000,
+        max_batch: int = 1000,
+    ) -> None:
+        names = (catalogs,) if isinstance(catalogs, str) else tuple(catalogs)
+        if not names:
+            raise FollowerError("a follower needs at least one catalog to follow")
+        self.bootstrap = bootstrap
+        self.catalogs = names
+        self.topics = topics or Topics()
+        self.snapshot_dir = None if snapshot_dir is None else Path(snapshot_dir)
+        self.snapshot_every = snapshot_every
+        self.history_limit = history_limit
+        self.max_batch = max_batch
+        self._feeds: dict[str, CatalogFeed] = {}
+        self._starts: dict[str, int] = {}
+        self._published: dict[str, tuple[Image, int]] = {}
+        self._tail: Tail | None = None
+        self._snapped: dict[str, int] = {}
+        self._changed = threading.Condition()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+        self._writer: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> Self:
+        """Load snapshots (local disk) and start following in a background thread."""
+        self._load()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="metalog-follower", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop following; the last images stay readable."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._writer is not None:
+            self._writer.join(timeout)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def failure(self) -> BaseException | None:
+        """What stopped the follower (a `DivergedAt`, a Kafka error), or None."""
+        return self._failure
+
+    # -- reading -------------------------------------------------------------
+
+    def current(self, catalog: str | None = None) -> Image:
+        """The newest published image of a catalog (the only one when `catalog` is None)."""
+        name = self._name(catalog)
+        self._load()
+        with self._changed:
+            return self._published[name][0]
+
+    @property
+    def stable_epoch(self) -> int:
+        """The stable epoch of the (only) catalog's current image."""
+        return self.current().stable_epoch
+
+    def wait_for(
+        self, resource_version: int, timeout: float = 10.0, catalog: str | None = None
+    ) -> Image:
+        """The first published image at or past `resource_version`.
+
+        Raises:
+            WaitTimeout: It did not arrive within `timeout` seconds.
+            DivergedAt: The follower stopped on a divergence.
+            FollowerStopped: The follower stopped on another error.
+        """
+        name = self._name(catalog)
+        if self._thread is None:
+            raise FollowerError("the follower is not running: call start() first")
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                image = self._published[name][0]
+                if image.resource_version >= resource_version:
+                    return image
+                self._raise_failure()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise WaitTimeout(name, resource_version, image.resource_version, timeout)
+                self._changed.wait(left)
+
+    def next_image(
+        self, after: Image | None, timeout: float, catalog: str | None = None
+    ) -> Image | None:
+        """The published image once it is not `after` (None on timeout)."""
+        name = self._name(catalog)
+        self._load()
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._published[name][0] is not after or self._failure is not None,
+                timeout,
+            )
+            image = self._published[name][0]
+            if image is after:
+                self._raise_failure()
+                return None
+            return image
+
+    def lag(self, catalog: str | None = None) -> Lag:
+        """Events and seconds the catalog's image is behind its partition."""
+        feed = self._feeds[self._name(catalog)]
+        tail = self._tail
+        high = tail.high.get(feed.partition, 0) if tail else 0
+        behind = max(0, high - tail.next.get(feed.partition, 0)) if tail else 0
+        at = feed.last_occurred_at
+        return Lag(behind, None if at is None else (datetime.now(UTC) - at).total_seconds())
+
+    def stats(self, catalog: str | None = None) -> FeedStats:
+        """A copy of the catalog's counters (applied, duplicates, gaps, held, DLQ)."""
+        return replace(self._feeds[self._name(catalog)].stats)
+
+    # -- watching ------------------------------------------------------------
+
+    def watch(
+        self,
+        callback: Callable[[WatchEvent], object],
+        from_resource_version: int | None = None,
+        key_prefix: str | None = None,
+        catalog: str | None = None,
+    ) -> Watch:
+        """Deliver every published change after `from_resource_version` (None: from now).
+
+        Changes arrive in order, once, on the watch's own thread, then live.
+        To list then watch: `image = current()`, then watch from
+        `image.resource_version`.
+
+        Raises:
+            ResourceVersionTooOld: The follower no longer holds changes that old: re-list.
+        """
+        name = self._name(catalog)
+        self._load()
+        history = self._feeds[name].history
+        index = history.start(from_resource_version)
+        loop = deliver_changes(history, index, callback, key_prefix)
+        return Watch(f"metalog-watch-{name}", loop)
+
+    def watch_datanode(
+        self,
+        datanode_id: int,
+        open_region: RegionCallback,
+        close_region: RegionCallback,
+        catalog: str | None = None,
+    ) -> Watch:
+        """Call back when regions are assigned to or taken from a datanode (CeresDB's loop).
+
+        At start every region the datanode holds is opened; then each newly
+        published image is diffed against the previous one.
+        """
+        name = self._name(catalog)
+        self._load()
+        loop = datanode_loop(
+            lambda seen: self.next_image(seen, 0.2, name), datanode_id, open_region, close_region
+        )
+        return Watch(f"metalog-datanode-{datanode_id}", loop)
+
+    # -- snapshots -----------------------------------------------------------
+
+    def snapshot(self, catalog: str | None = None) -> Path:
+        """Write a snapshot of the catalog's current image now.
+
+        Raises:
+            FollowerError: No snapshot directory was configured.
+        """
+        name = self._name(catalog)
+        if self.snapshot_dir is None:
+            raise FollowerError("no snapshot_dir: pass one to Follower(...) to take snapshots")
+        with self._changed:
+            image, offset = self._published[name]
+        position = Position(self.topics.events, self._feeds[name].partition, offset)
+        return write_snapshot(self.snapshot_dir, image, position)
+
+    # -- the loop ------------------------------------------------------------
+
+    def _name(self, catalog: str | None) -> str:
+        if catalog is None:
+            if len(self.catalogs) != 1:
+                raise FollowerError(f"this follower follows {self.catalogs}: name the catalog")
+            return self.catalogs[0]
+        if catalog not in self.catalogs:
+            raise FollowerError(f"catalog `{catalog}` is not followed here ({self.catalogs})")
+        return catalog
+
+    def _load(self) -> None:
+        with self._changed:
+            for name in self.catalogs:
+                if name in self._feeds:
+                    continue
+                found = None if self.snapshot_dir is None else load_newest(self.snapshot_dir, name)
+                image, start = Image.empty(name), -1
+                if found is not None and found[1].topic == self.topics.events:
+                    image, start = found[0], found[1].next_offset
+                    log.info("catalog %s: from snapshot at %d", name, image.resource_version)
+                history = History(image.resource_version, self.history_limit)
+                self._feeds[name] = CatalogFeed(image, -1, history)
+                self._starts[name] = start
+                self._published[name] = (image, max(start, 0))
+                self._snapped[name] = 0
+
+    def _run(self) -> None:
+        tail: Tail | None = None
+        try:
+            tail = self._tail = Tail(self.bootstrap, self.topics, self._feeds, self._starts)
+            tail.connect()
+            while not self._stop.is_set():
+                if tail.step(self.max_batch):
+                    self._publish()
+                    self._maybe_snapshot()
+        except BaseException as exc:
+            self._failure = exc
+            log.error("follower stopped: %s", exc)
+        finally:
+            self._publish()
+            if tail is not None:
+                tail.close()
+
+    def _publish(self) -> None:
+        with self._changed:
+            for name, feed in self._feeds.items():
+                feed.flush()
+                offset = self._tail.next.get(feed.partition, 0) if self._tail else 0
+                held = feed.held_offset()
+                self._published[name] = (feed.image, offset if held is None else held)
+            self._changed.notify_all()
+
+    def _maybe_snapshot(self) -> None:
+        if self.snapshot_dir is None or self.snapshot_every <= 0:
+            return
+        if self._writer is not None and self._writer.is_alive():
+            return
+        due = [
+            name
+            for name, feed in self._feeds.items()
+            if feed.stats.applied - self._snapped[name] >= self.snapshot_every
+        ]
+        if due:
+            for name in due:
+                self._snapped[name] = self._feeds[name].stats.applied
+            self._writer = threading.Thread(
+                target=self._write_snapshots, args=(due,), name="metalog-snapshot", daemon=True
+            )
+            self._writer.start()
+
+    def _write_snapshots(self, names: list[str]) -> None:
+        for name in names:
+            try:
+                log.info("catalog %s: snapshot %s", name, self.snapshot(name))
+            except (OSError, MetalogError) as exc:
+                log.warning("catalog %s: snapshot failed: %s", name, exc)
+
+    def _raise_failure(self) -> None:
+        failure = self._failure
+        if failure is None:
+            return
+        if isinstance(failure, MetalogError):
+            raise failure
+        raise FollowerStopped(f"the follower stopped: {failure}") from failure

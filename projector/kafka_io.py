@@ -1,0 +1,92 @@
+"""The follower's Kafka plumbing: a read_committed consumer, partition counts, the DLQ."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaException, Producer
+
+from projector.feed import DeadLetter
+
+log = logging.getLogger(__name__)
+
+REASON_HEADER = "metalog.reason"
+"""The DLQ header holding why a record was dead-lettered (the leader uses the same)."""
+SOURCE_HEADER = "metalog.source"
+"""The DLQ header naming `topic/partition/offset` of the original record."""
+
+
+def new_consumer(bootstrap: str) -> Consumer:
+    """A consumer that reads committed records only and never commits offsets (it assigns)."""
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"metalog-follower-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 50,
+        }
+    )
+
+
+def partition_count(consumer: Consumer, topic: str, timeout: float = 15.0) -> int:
+    """The number of partitions of `topic`, waiting out a topic still being created.
+
+    Raises:
+        KafkaException: The topic did not show up within `timeout`.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        metadata = consumer.list_topics(topic, timeout=timeout)
+        found = metadata.topics.get(topic)
+        if found is not None and found.error is None and found.partitions:
+            return len(found.partitions)
+        if time.monotonic() > deadline:
+            raise KafkaException(
+                f"topic `{topic}` does not exist: run `metalog up` or create the topics first"
+            )
+        time.sleep(0.2)
+
+
+class DeadLetters:
+    """A lazily created idempotent producer to the DLQ topic."""
+
+    def __init__(self, bootstrap: str, topic: str, source_topic: str) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.source_topic = source_topic
+        self._producer: Producer | None = None
+
+    def send(self, letters: list[DeadLetter], key: bytes | None) -> None:
+        """Produce the records with their reasons and wait for the broker's ack."""
+        if not letters:
+            return
+        if self._producer is None:
+            self._producer = Producer(
+                {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all"}
+            )
+        for letter in letters:
+            log.warning(
+                "dead-lettering %s/%d offset %d: %s",
+                self.source_topic, letter.partition, letter.offset, letter.reason,
+            )  # fmt: skip
+            self._producer.produce(
+                self.topic,
+                key=key,
+                value=letter.raw,
+                headers=[
+                    (REASON_HEADER, letter.reason.encode()),
+                    (SOURCE_HEADER, f"{self.source_topic}/{letter.partition}/{letter.offset}"),
+                ],
+            )
+        self._producer.flush(10.0)
+
+    def close(self) -> None:
+        """Flush and drop the producer."""
+        if self._producer is not None:
+            self._producer.flush(5.0)
+            self._producer = None
