@@ -272,7 +272,7 @@ class MetadataClient:
                     (REPLY_TO_HEADER, self.client_id.encode()),
                 ],
             )
-            self._producer.flush(timeout or self.timeout)
+            self._producer.poll(0)
             reply = waiter.wait(timeout or self.timeout)
         finally:
             with self._lock:
@@ -343,6 +343,8 @@ class MetadataClient:
         key = self.client_id.encode()
         try:
             while not self._closed.is_set():
+                if self._producer is not None:
+                    self._producer.poll(0)  # serve delivery reports: calls don't flush
                 message = consumer.poll(0.05)
                 if message is None or message.error() is not None or message.key() != key:
                     continue
