@@ -7,7 +7,6 @@ nothing is skipped except an exact re-delivery of an applied resource version.
 """
 
 from collections.abc import Iterable
-from dataclasses import fields
 from enum import Enum
 from functools import singledispatch
 from itertools import chain
@@ -240,14 +239,15 @@ def _stable_epoch_advanced(intent: StableEpochAdvanced, image: Image, event: Eve
     )
 
 
-_IMAGE_FIELDS = tuple(f.name for f in fields(Image))
-
-
 def _evolve(image: Image, changes: Changes) -> Image:
-    """`dataclasses.replace` without its per-call introspection (once per event)."""
+    """`dataclasses.replace` without its per-call introspection (once per event).
+
+    `Image` keeps a `__dict__` (no slots) for this: two C-level dict updates
+    instead of a frozen `__init__` setting thirteen fields one by one.
+    """
     new = object.__new__(Image)
-    for name in _IMAGE_FIELDS:
-        object.__setattr__(new, name, changes[name] if name in changes else getattr(image, name))
+    new.__dict__.update(image.__dict__)
+    new.__dict__.update(changes)
     return new
 
 

@@ -41,7 +41,7 @@ class PendingChange:
         return tuple(t.table_id for t in self.event.tables)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Image:
     """The state of one catalog.
 

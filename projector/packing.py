@@ -79,6 +79,16 @@ Packed = TableInfoValue | LabelRuleValue | PackedName | PackedRoute | PackedData
 _INFO_FIELDS_SET = set(TableInfoValue.model_fields)
 
 
+def _same_columns(value: TableInfoValue, previous: TableInfoValue) -> bool:
+    """Equal columns and catalog; compares the plain field dicts, not the models."""
+    new, old = value.columns, previous.columns
+    return (
+        len(new) == len(old)
+        and value.catalog == previous.catalog
+        and list(map(vars, new)) == list(map(vars, old))
+    )
+
+
 def _info(fields: dict[str, object]) -> TableInfoValue:
     """`TableInfoValue.model_construct` without its per-field loop (the hot path of apply).
 
@@ -107,15 +117,27 @@ def _column(column: Column) -> Column:
     return found  # type: ignore[return-value]
 
 
-def pack(value: KeyValue) -> Packed:
-    """The compact form of a value, sharing what equal values already hold."""
+def pack(value: KeyValue, previous: Packed | None = None) -> Packed:
+    """The compact form of a value, sharing what equal values already hold.
+
+    Args:
+        value: The value a mutation PUTs.
+        previous: What the key held before, if anything: most info PUTs
+            (alter options, rename, a version bump) keep the columns, and
+            comparing against the old ones is cheaper than interning anew.
+    """
     if isinstance(value, TableInfoValue):
         fields = vars(value).copy()
-        fields["catalog"] = _shared(value.catalog)
-        fields["schema_name"] = _shared(value.schema_name)
-        # The tuple itself is per table: column sets rarely repeat whole, and a
-        # pool key for it would cost more than the tuple.
-        fields["columns"] = tuple(map(_column, value.columns))
+        if isinstance(previous, TableInfoValue) and _same_columns(value, previous):
+            fields["columns"] = previous.columns
+            fields["catalog"] = previous.catalog
+            fields["schema_name"] = _shared(value.schema_name)
+        else:
+            fields["catalog"] = _shared(value.catalog)
+            fields["schema_name"] = _shared(value.schema_name)
+            # The tuple itself is per table: column sets rarely repeat whole,
+            # and a pool key for it would cost more than the tuple.
+            fields["columns"] = tuple(map(_column, value.columns))
         fields["primary_key"] = _shared(value.primary_key)
         return _info(fields)
     if isinstance(value, TableNameValue):

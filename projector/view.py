@@ -180,7 +180,9 @@ class View:
             put = mutation.op is MutationOp.PUT
             if put:
                 assert mutation.value is not None
-                values[key] = pack(mutation.value)
+                value = mutation.value
+                previous = values.get(key) if type(value) is TableInfoValue else None
+                values[key] = pack(value, previous)
             else:
                 values.pop(key, None)
             if key.startswith(_DATANODE_PREFIX):
