@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from events.errors import MetalogError
 
 COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader",
-                                   "metalog.cli_project")
+                                   "metalog.cli_project", "metalog.cli_follow")
 
 
 def build_parser() -> argparse.ArgumentParser:

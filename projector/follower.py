@@ -91,6 +91,7 @@ class Follower:
         self._starts: dict[str, int] = {}
         self._published: dict[str, tuple[Image, int]] = {}
         self._tail: Tail | None = None
+        self._idle_polls = 0
         self._snapped: dict[str, int] = {}
         self._changed = threading.Condition()
         self._stop = threading.Event()
@@ -184,6 +185,17 @@ class Follower:
                 self._raise_failure()
                 return None
             return image
+
+    def wait_caught_up(self, timeout: float = 30.0) -> bool:
+        """Wait until a poll that began after this call found nothing new; False on timeout."""
+        with self._changed:
+            target = self._idle_polls + 2
+            return (
+                self._changed.wait_for(
+                    lambda: self._idle_polls >= target or self._failure is not None, timeout
+                )
+                and self._failure is None
+            )
 
     def lag(self, catalog: str | None = None) -> Lag:
         """Events and seconds the catalog's image is behind its partition."""
@@ -294,6 +306,10 @@ class Follower:
                 if tail.step(self.max_batch):
                     self._publish()
                     self._maybe_snapshot()
+                else:
+                    with self._changed:
+                        self._idle_polls += 1
+                        self._changed.notify_all()
         except BaseException as exc:
             self._failure = exc
             log.error("follower stopped: %s", exc)

@@ -1,0 +1,153 @@
+"""``metalog follow``, ``metalog show`` and ``metalog snapshot``: the read side from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from events.topics import Topics
+from metalog.stack_config import StackConfig
+from projector.follower import Follower
+from projector.follower_errors import FollowerError, SnapshotError
+from projector.image import Image
+from projector.snapshot import list_snapshots, verify_snapshot
+from projector.watch import WatchEvent
+
+DEFAULT_SNAPSHOTS = ".metalog/snapshots"
+
+
+def follow_demo(bootstrap: str, topics: Topics, catalog: str, timeout: float = 60.0) -> Image:
+    """Follow `catalog` until caught up, print it as `metalog show` does, return the image.
+
+    For `make demo`: run it after the demo's commands are committed.
+
+    Raises:
+        FollowerError: The follower did not catch up within `timeout` seconds.
+    """
+    with Follower(bootstrap, catalog, topics=topics) as follower:
+        if not follower.wait_caught_up(timeout):
+            raise FollowerError(f"the follower of `{catalog}` did not catch up in {timeout:g} s")
+        image = follower.current()
+    render(Console(), image)
+    return image
+
+
+def render(console: Console, image: Image) -> None:
+    """Print a catalog's published view: tables, routes, label rules."""
+    view = image.published
+    console.print(
+        f"catalog [bold]{image.catalog}[/] resource_version {image.resource_version} "
+        f"stable_epoch {image.stable_epoch} mode {image.publish_mode} "
+        f"pending {len(image.pending)}"
+    )
+    tables = Table("id", "table", "version", "columns", "partitions", "regions (leader dn)")
+    for key, _ in sorted(view.values.items()):
+        if not key.startswith("__table_info/"):
+            continue
+        info = view.table(int(key.rsplit("/", 1)[1]))
+        if info is None:
+            continue
+        route = view.route(info.table_id)
+        regions = ", ".join(
+            f"{r.region_id}@{r.leader_datanode}" for r in (route.region_routes if route else ())
+        )
+        tables.add_row(
+            str(info.table_id), f"{info.schema_name}.{info.table_name}", str(info.version),
+            ", ".join(f"{c.name} {c.data_type}" for c in info.columns),
+            ", ".join(p.name for p in info.partitions), regions,
+        )  # fmt: skip
+    console.print(tables)
+    rules = view.label_rules()
+    if rules:
+        labels = Table("rule", "labels", "ranges")
+        for rule in rules:
+            labels.add_row(rule.rule_id, ", ".join(f"{x.key}={x.value}" for x in rule.labels),
+                           str(len(rule.ranges)))  # fmt: skip
+        console.print(labels)
+
+
+def _follower(args: argparse.Namespace, **options: Any) -> Follower:
+    return Follower(args.bootstrap, args.catalog, topics=Topics(args.prefix), **options)
+
+
+def _follow(args: argparse.Namespace) -> int:
+    console = Console()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    def show(change: WatchEvent) -> None:
+        value = "" if change.value is None else change.value.model_dump_json()
+        console.print(f"{change.resource_version:>8} {change.op:<6} {change.key} {value}",
+                      markup=False, highlight=False)  # fmt: skip
+
+    with _follower(args) as follower, follower.watch(show, args.from_resource_version):
+        console.print(f"following `{args.catalog}` on {follower.topics.events} (Ctrl-C stops)")
+        try:
+            while not stop.wait(0.5) and follower.failure is None:
+                pass
+        except KeyboardInterrupt:
+            pass
+    return 1 if follower.failure is not None else 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    with _follower(args, snapshot_dir=args.snapshot_dir) as follower:
+        if not follower.wait_caught_up(args.timeout):
+            raise FollowerError(f"did not catch up within {args.timeout:g} s")
+        render(Console(), follower.current())
+    return 0
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    console = Console()
+    if args.action == "create":
+        with _follower(args, snapshot_dir=args.dir) as follower:
+            if not follower.wait_caught_up(args.timeout):
+                raise FollowerError(f"did not catch up within {args.timeout:g} s")
+            console.print(f"wrote {follower.snapshot()}")
+        return 0
+    paths = [Path(p) for p in args.paths] or list_snapshots(Path(args.dir), args.catalog)
+    failed = 0
+    for path in paths:
+        try:
+            info = verify_snapshot(path)
+        except SnapshotError as exc:
+            failed += 1
+            console.print(f"[red]BAD[/] {exc}")
+            continue
+        console.print(
+            f"{'OK ' if args.action == 'verify' else ''}{info.path} rv {info.resource_version} "
+            f"keys {info.keys} {info.size:,} B next offset {info.position.next_offset}"
+        )
+    return 1 if failed else 0
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``follow``, ``show`` and ``snapshot``."""
+    stack = StackConfig.from_env()
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bootstrap", default=os.environ.get("METALOG_BOOTSTRAP", stack.bootstrap),
+                        help="Kafka bootstrap servers (default: METALOG_BOOTSTRAP or the local "
+                             "stack's)")  # fmt: skip
+    common.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
+    common.add_argument("--catalog", default="greptime", help="the catalog (default greptime)")
+    common.add_argument("--timeout", type=float, default=60.0, help="catch-up timeout, seconds")
+    follow = subparsers.add_parser("follow", parents=[common], help="print published changes live")
+    follow.add_argument("--from", dest="from_resource_version", type=int, default=0,
+                        help="resource_version to start after (default 0: everything)")  # fmt: skip
+    follow.set_defaults(func=_follow)
+    show = subparsers.add_parser("show", parents=[common], help="print the current catalog")
+    show.add_argument("--snapshot-dir", default=None, help="start from a snapshot in this folder")
+    show.set_defaults(func=_show)
+    snap = subparsers.add_parser("snapshot", parents=[common], help="create, list, verify")
+    snap.add_argument("action", choices=("create", "list", "verify"))
+    snap.add_argument("paths", nargs="*", help="snapshot files to verify (default: all in --dir)")
+    snap.add_argument("--dir", default=DEFAULT_SNAPSHOTS, help="the snapshot folder")
+    snap.set_defaults(func=_snapshot)

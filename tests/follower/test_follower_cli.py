@@ -1,0 +1,32 @@
+"""`metalog show`, `metalog snapshot` and `follow_demo` against a real broker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from metalog.cli import main
+from metalog.cli_follow import follow_demo
+from tests.fixtures.kafka import TopicSet
+from tests.follower.workload import CATALOG, produce, random_log
+
+pytestmark = pytest.mark.integration
+
+
+def test_show_snapshot_and_the_demo_hook(
+    wire: TopicSet, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    catalog = random_log(15, seed=2)
+    produce(wire, catalog.events)
+    where = ["--bootstrap", wire.bootstrap, "--prefix", wire.prefix, "--catalog", CATALOG]
+    assert main(["show", *where]) == 0
+    shown = capsys.readouterr().out
+    assert f"resource_version {catalog.image.resource_version}" in shown and "public.t0" in shown
+    assert main(["snapshot", "create", *where, "--dir", str(tmp_path)]) == 0
+    assert main(["snapshot", "verify", *where, "--dir", str(tmp_path)]) == 0
+    assert "OK" in capsys.readouterr().out
+    [path] = (tmp_path / CATALOG).glob("*.parquet")
+    path.write_bytes(b"not parquet")
+    assert main(["snapshot", "list", *where, "--dir", str(tmp_path)]) == 1
+    assert follow_demo(wire.bootstrap, wire.topics, CATALOG) == catalog.image
