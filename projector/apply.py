@@ -18,6 +18,7 @@ from events.intents import (
     CHANGE_INTENTS,
     EpochAssigned,
     LeaderElected,
+    LeaderResigned,
     PublishModeSet,
     Reloaded,
     StableEpochAdvanced,
@@ -154,6 +155,12 @@ def _leader_elected(intent: LeaderElected, image: Image, event: Event) -> Change
     if event.leader_epoch <= image.leader_epoch:
         raise StaleLeader(event.resource_version, event.leader_epoch, image.leader_epoch)
     return dict(leader_epoch=event.leader_epoch)
+
+
+@_fold.register
+def _leader_resigned(intent: LeaderResigned, image: Image, event: Event) -> Changes:
+    # A handover note for the audit: the next LeaderElected raises the epoch.
+    return {}
 
 
 @_fold.register

@@ -2,9 +2,11 @@
 
 import pytest
 
+from events.chain import seal
 from events.changes import KeyAbsent
 from events.commands import AlterTable, Reload
 from events.event import Event
+from events.intents import LeaderResigned
 from events.values import TableVersion
 from producers.decide import decide, elect
 from projector.apply import Delivery, apply, classify, replay
@@ -106,3 +108,24 @@ def test_auto_mode_shares_one_view_for_head_and_published() -> None:
     image = replay(Image.empty(CATALOG), _log())
     assert image.published is image.head
     assert image.stable_epoch == 2
+
+
+def test_leader_resigned_bumps_only_the_resource_version() -> None:
+    events = _log()
+    image = replay(Image.empty(CATALOG), events)
+    last = events[-1]
+    resigned = seal(
+        last.model_copy(
+            update={
+                "event_id": "resigned-1",
+                "resource_version": last.resource_version + 1,
+                "command_id": None,
+                "intent": LeaderResigned(leader_id="leader-a"),
+                "prev_hash": last.hash,
+            }
+        )
+    )
+    after = apply(image, resigned)
+    assert after.resource_version == image.resource_version + 1
+    assert after.head == image.head and after.published == image.published
+    assert after.leader_epoch == image.leader_epoch
