@@ -26,6 +26,7 @@ from projector.feed import CatalogFeed, FeedStats
 from projector.follower_errors import FollowerError, FollowerStopped, WaitTimeout
 from projector.image import Image
 from projector.snapshot import Position, load_newest, write_snapshot
+from projector.snapshot_schedule import SnapshotSchedule
 from projector.tail import Tail
 from projector.watch import (
     History,
@@ -92,12 +93,13 @@ class Follower:
         self._published: dict[str, tuple[Image, int]] = {}
         self._tail: Tail | None = None
         self._idle_polls = 0
-        self._snapped: dict[str, int] = {}
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
-        self._writer: threading.Thread | None = None
+        self._schedule = SnapshotSchedule(
+            snapshot_every if snapshot_dir is not None else 0, self.snapshot
+        )
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -114,8 +116,7 @@ class Follower:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
-        if self._writer is not None:
-            self._writer.join(timeout)
+        self._schedule.join(timeout)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -295,7 +296,6 @@ class Follower:
                 self._feeds[name] = CatalogFeed(image, -1, history)
                 self._starts[name] = start
                 self._published[name] = (image, max(start, 0))
-                self._snapped[name] = 0
 
     def _run(self) -> None:
         tail: Tail | None = None
@@ -305,7 +305,7 @@ class Follower:
             while not self._stop.is_set():
                 if tail.step(self.max_batch):
                     self._publish()
-                    self._maybe_snapshot()
+                    self._schedule.check(self._feeds)
                 else:
                     with self._changed:
                         self._idle_polls += 1
@@ -326,31 +326,6 @@ class Follower:
                 held = feed.held_offset()
                 self._published[name] = (feed.image, offset if held is None else held)
             self._changed.notify_all()
-
-    def _maybe_snapshot(self) -> None:
-        if self.snapshot_dir is None or self.snapshot_every <= 0:
-            return
-        if self._writer is not None and self._writer.is_alive():
-            return
-        due = [
-            name
-            for name, feed in self._feeds.items()
-            if feed.stats.applied - self._snapped[name] >= self.snapshot_every
-        ]
-        if due:
-            for name in due:
-                self._snapped[name] = self._feeds[name].stats.applied
-            self._writer = threading.Thread(
-                target=self._write_snapshots, args=(due,), name="metalog-snapshot", daemon=True
-            )
-            self._writer.start()
-
-    def _write_snapshots(self, names: list[str]) -> None:
-        for name in names:
-            try:
-                log.info("catalog %s: snapshot %s", name, self.snapshot(name))
-            except (OSError, MetalogError) as exc:
-                log.warning("catalog %s: snapshot failed: %s", name, exc)
 
     def _raise_failure(self) -> None:
         failure = self._failure

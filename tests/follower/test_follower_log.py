@@ -14,7 +14,7 @@ from producers.owner import read_events
 from projector.apply import replay
 from projector.follower import Follower
 from projector.image import Image
-from projector.snapshot import list_snapshots
+from projector.snapshot import list_snapshots, read_snapshot
 from projector.watch import WatchEvent
 from tests.fixtures.kafka import TopicSet
 from tests.follower.workload import CATALOG, explicit_log, failover, produce, random_log
@@ -44,15 +44,21 @@ def test_the_follower_equals_the_replayed_log_after_a_leader_workload(wire: Topi
     assert image.published.table_by_name("public", "r1") is not None
 
 
-def test_random_local_workloads_and_the_follower_agree(wire: TopicSet) -> None:
+def test_random_local_workloads_and_the_follower_agree(wire: TopicSet, tmp_path: Path) -> None:
     catalog = random_log(80, seed=11)
-    with Follower(wire.bootstrap, CATALOG, topics=wire.topics, max_batch=7) as follower:
+    with Follower(wire.bootstrap, CATALOG, topics=wire.topics, max_batch=7,
+                  snapshot_dir=tmp_path, snapshot_every=30) as follower:  # fmt: skip
         produce(wire, catalog.events[:40])
         produce(wire, catalog.events[40:])
         image = follower.wait_for(catalog.image.resource_version, timeout=30.0)
         assert follower.stats().applied == len(catalog.events)
         assert follower.lag().events <= 1
     assert image == catalog.image
+    snapshots = list_snapshots(tmp_path, CATALOG)
+    assert snapshots, "no automatic snapshot was taken"
+    for path in snapshots:
+        taken, _ = read_snapshot(path)
+        assert taken == replay(Image.empty(CATALOG), catalog.events[: taken.resource_version])
 
 
 def test_explicit_publish_shows_no_pending_change_and_epochs_in_order(wire: TopicSet) -> None:
