@@ -1,0 +1,426 @@
+"""Command round trip through the leader, next to raw Kafka transactions and etcd.
+
+Run with ``python -m bench.leader`` (see ``--help``). In one bounded run it:
+
+1. starts its own Kafka broker (fresh temporary state directory, its own
+   fixed ports, like ``bench.baseline``) and, later, its own etcd (Debian
+   ``etcd-server``, installed with apt-get if missing) on loopback with a
+   temporary data directory;
+2. creates one table per client (plus a pool for the open-loop phase) in
+   catalog ``bench`` through one ``MetadataClient``;
+3. for each leader system, starts a ``metalog leader`` subprocess and runs
+   closed-loop client threads, each sending ``alter_table(...,
+   expected_version=v)`` on its own table (every command is accepted), at
+   each client count, then offers a fixed rate (default 1,000 commands/s)
+   open loop; ``leader`` is the leader as shipped, ``tuned`` the same with
+   ``retry.backoff.ms=10`` on its transactional producer
+   (``bench.leader_variant``);
+4. runs the limit at the same client counts: the same encoded event + reply
+   bytes committed with raw transactional produce, batched like the leader
+   (``bench.leader_raw``), with the leader's producer settings (``raw``) and
+   with ``retry.backoff.ms=10`` (``rawtuned``);
+5. runs etcd compare-and-put transactions of a value of the event's size,
+   one key per client thread (``bench.leader_etcd``);
+6. stops everything and prints a markdown table for BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.leader_etcd import EtcdKey, EtcdServer, ensure_etcd
+from bench.leader_load import Op, Result, closed_loop, open_loop
+from bench.leader_raw import RawCommitter
+from bench.leader_variant import BACKOFF_MS, VARIANTS
+from events.codec import encode_event, encode_reply
+from events.replies import Committed
+from events.topics import Topics
+from events.values import Column
+from metalog import stack
+from metalog.stack_config import StackConfig
+from metalog.topics import create_topics
+from producers.client import MetadataClient
+from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
+from producers.owner import read_events
+from producers.routing import read_layout
+
+KAFKA_PORTS = (19692, 19792, 19992)
+ETCD_PORTS = (23790, 23890, 23990)
+CATALOG = "bench"
+SCHEMA = "public"
+COLUMNS = (
+    Column(name="id", data_type="int64"),
+    Column(name="ts", data_type="timestamp"),
+    Column(name="host", data_type="string"),
+    Column(name="value", data_type="float64"),
+)
+RAW_EVENTS, RAW_REPLIES = "bench.raw.events", "bench.raw.replies"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _free_pair(candidates: tuple[int, ...]) -> int:
+    for port in candidates:
+        taken = False
+        for p in (port, port + 1):
+            with socket.socket() as sock:
+                taken = taken or sock.connect_ex(("127.0.0.1", p)) == 0
+        if not taken:
+            return port
+    raise SystemExit(f"no free port pair among {candidates}: stop what runs there first")
+
+
+def _log(message: str) -> None:
+    print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def leader_process(
+    bootstrap: str, topics: Topics, log_file: Path, variant: str = "leader"
+) -> Iterator[int]:
+    """A ``metalog leader`` subprocess (its own interpreter, as deployed); yields its pid.
+
+    ``variant`` ``leader`` runs the leader as shipped; any other name runs it
+    through ``bench.leader_variant`` with that tweak.
+    """
+    args = ["leader", "--bootstrap", bootstrap, "--prefix", topics.prefix,
+            "--group", "bench-leaders"]  # fmt: skip
+    if variant == "leader":
+        command = [sys.executable, "-m", "metalog.cli", *args]
+    else:
+        command = [sys.executable, "-m", "bench.leader_variant", variant, "--", *args[1:]]
+    with log_file.open("ab") as log:
+        process = subprocess.Popen(
+            command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        yield process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10.0)
+
+
+@dataclass(slots=True)
+class Table:
+    """A table this benchmark changes, and the version the next command expects."""
+
+    name: str
+    version: int
+    table_id: int
+
+
+def _version_of(reply: Committed, table_id: int) -> int:
+    for touched in reply.tables:
+        if touched.table_id == table_id:
+            return int(touched.version)
+    raise RuntimeError(f"reply {reply.command_id} does not name table {table_id}")
+
+
+def alter(client: MetadataClient, table: Table, n: int) -> Committed:
+    """One accepted command: set an option of ``table`` at its expected version."""
+    reply = client.alter_table(
+        SCHEMA, table.name, set_options={"owner": f"w{n:010d}"}, expected_version=table.version
+    )
+    table.version = _version_of(reply, table.table_id)
+    return reply
+
+
+def create_tables(client: MetadataClient, count: int, deadline_s: float = 90.0) -> list[Table]:
+    """Create ``count`` tables; the first waits (retrying its command id) for the leader."""
+    first_id = f"bench-create-{uuid.uuid4()}"
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            created = client.create_table(SCHEMA, "t0", COLUMNS, command_id=first_id, timeout=5.0)
+            break
+        except (CommandOutcomeUnknown, LeaderUnavailable):
+            if time.monotonic() > deadline:
+                raise SystemExit("the leader did not answer in time: see leader.log") from None
+
+    def one(i: int) -> Table:
+        reply = client.create_table(SCHEMA, f"t{i}", COLUMNS)
+        return Table(f"t{i}", reply.tables[0].version, reply.tables[0].table_id)
+
+    tables = [Table("t0", created.tables[0].version, created.tables[0].table_id)]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        tables += list(pool.map(one, range(1, count)))
+    return tables
+
+
+def until_served(
+    client: MetadataClient, table: Table, log_file: Path, deadline_s: float = 90.0
+) -> None:
+    """One accepted command, retried under one command id until a (new) leader answers."""
+    command_id = f"bench-probe-{uuid.uuid4()}"
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            reply = client.alter_table(
+                SCHEMA, table.name, set_options={"owner": "probe"},
+                expected_version=table.version, command_id=command_id, timeout=5.0,
+            )  # fmt: skip
+        except (CommandOutcomeUnknown, LeaderUnavailable):
+            if time.monotonic() > deadline:
+                tail = log_file.read_text(errors="replace")[-3000:]
+                raise SystemExit(f"the leader did not answer in time; its log:\n{tail}") from None
+            continue
+        table.version = _version_of(reply, table.table_id)
+        return
+
+
+def leader_ops(
+    bootstrap: str, topics: Topics, shared: MetadataClient, tables: list[Table], per_thread: bool,
+    stack_: ExitStack,
+) -> list[Op]:  # fmt: skip
+    """One op per client thread: alter the thread's own table through the leader."""
+    ops: list[Op] = []
+    for table in tables:
+        client = shared
+        if per_thread:
+            client = stack_.enter_context(
+                MetadataClient(bootstrap, catalog=CATALOG, actor="bench", topics=topics)
+            )
+        ops.append(_alter_op(client, table))
+    return ops
+
+
+def _alter_op(client: MetadataClient, table: Table) -> Op:
+    counter = iter(range(1, 1 << 62))
+
+    def op() -> None:
+        alter(client, table, next(counter))
+
+    return op
+
+
+SYSTEMS = {
+    "leader": "leader (as shipped)",
+    "tuned": f"leader, retry.backoff.ms={BACKOFF_MS}",
+    "raw": "raw Kafka txn (limit)",
+    "rawtuned": f"raw Kafka txn, retry.backoff.ms={BACKOFF_MS}",
+    "rawoffsets": f"raw Kafka txn + send_offsets, retry.backoff.ms={BACKOFF_MS}",
+    "etcd": "etcd compare-and-put txn",
+}
+LEADERS = {"leader": "leader", "tuned": "backoff"}
+"""Leader systems → the ``leader_process`` variant that runs them."""
+RATIOS = (
+    ("leader", "raw"), ("tuned", "rawtuned"), ("tuned", "rawoffsets"), ("leader", "etcd"),
+    ("tuned", "etcd"),
+)  # fmt: skip
+
+
+def _rates(text: str) -> list[float]:
+    return [rate for rate in (float(x) for x in text.split(",") if x.strip()) if rate > 0]
+
+
+def _cell(r: Result | None) -> str:
+    return f"{r.rate:,.0f} ({r.p50_ms:.1f} / {r.p99_ms:.1f})" if r is not None else "—"
+
+
+def _ratio(a: Result | None, b: Result | None) -> str:
+    return f"{a.rate / b.rate:.2f}" if a is not None and b is not None and b.rate else "—"
+
+
+def report(
+    results: dict[tuple[str, int], Result], open_results: list[Result],
+    counts: list[int], systems: list[str], args: argparse.Namespace, load: float,
+    event_bytes: int, reply_bytes: int,
+) -> str:  # fmt: skip
+    """The markdown block for BENCHMARKS.md."""
+    ratios = [(a, b) for a, b in RATIOS if a in systems and b in systems]
+    lines = [
+        f"{datetime.now(UTC):%Y-%m-%d} · {platform.node()} · {os.cpu_count()} cores · "
+        f"Python {platform.python_version()} · `python -m bench.leader "
+        f"--clients {','.join(map(str, counts))} --duration {args.duration:g} "
+        f"--warmup {args.warmup:g} --rate {args.rate} --client-mode {args.client_mode} "
+        f"--systems {','.join(systems)}` · 1-min load average before the run {load:.1f} · "
+        f"event {event_bytes} B, reply {reply_bytes} B",
+        "",
+        "Closed loop; each cell is acknowledged commands/s (p50 / p99 ack latency, ms).",
+        "",
+        "| clients | "
+        + " | ".join(SYSTEMS[s] for s in systems)
+        + "".join(f" | {a} ÷ {b}" for a, b in ratios)
+        + " |",
+        "|---" * (1 + len(systems) + len(ratios)) + "|",
+    ]
+    for n in counts:
+        cells = [str(n)] + [_cell(results.get((s, n))) for s in systems]
+        cells += [_ratio(results.get((a, n)), results.get((b, n))) for a, b in ratios]
+        lines.append("| " + " | ".join(cells) + " |")
+    for r in open_results:
+        lines.append(
+            f"\nOpen loop, {SYSTEMS[r.system]}: {r.offered:,.0f} commands/s offered for "
+            f"{args.open_duration:g} s after {args.warmup:g} s warm-up → "
+            f"{r.rate:,.0f} acknowledged/s, p50 {r.p50_ms:.1f} ms, p99 {r.p99_ms:.1f} ms "
+            "(latency from each command's due time)."
+        )
+    errors = {f"{s}@{n}": r.errors for (s, n), r in results.items() if r.errors}
+    errors |= {f"{r.system}@{r.offered:g}/s": r.errors for r in open_results if r.errors}
+    if errors:
+        lines += ["", f"Failed commands: {errors}"]
+    return "\n".join(lines)
+
+
+def run_leader(
+    variant: str, bootstrap: str, topics: Topics, shared: MetadataClient, tables: list[Table],
+    counts: list[int], args: argparse.Namespace, log_file: Path,
+) -> tuple[dict[tuple[str, int], Result], list[Result]]:  # fmt: skip
+    """Every leader phase (closed loop per client count, then open loop) on one leader process."""
+    results: dict[tuple[str, int], Result] = {}
+    opened: list[Result] = []
+    with leader_process(bootstrap, topics, log_file, LEADERS[variant]) as pid:
+        _log(f"{variant} leader: pid {pid}, log {log_file}")
+        until_served(shared, tables[0], log_file)
+        for n in counts:
+            with ExitStack() as clients:
+                ops = leader_ops(bootstrap, topics, shared, tables[:n],
+                                 args.client_mode == "per-thread", clients)  # fmt: skip
+                results[variant, n] = closed_loop(variant, ops, args.warmup, args.duration)
+            _log(f"{variant} @{n}: {results[variant, n]}")
+        pool = tables[: args.open_tables]
+        counter = iter(range(1 << 62))
+        lock = threading.Lock()
+
+        def offered(slot: int) -> None:
+            with lock:
+                k = next(counter)
+            alter(shared, pool[slot], k)
+
+        for rate in _rates(args.rate):
+            opened.append(open_loop(variant, offered, rate, args.warmup,
+                                    args.open_duration, pool=len(pool)))  # fmt: skip
+            _log(f"{variant} open loop: {opened[-1]}")
+    return results, opened
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Set up, run every phase, tear down, print the table."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.leader",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--clients", default="1,16,64",
+        help="comma-separated concurrent client threads (default 1,16,64)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--duration", type=float, default=8.0,
+        help="measured seconds per system and client count (default 8)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=2.0,
+        help="unmeasured seconds before each window (default 2)",
+    )
+    parser.add_argument(
+        "--rate", default="1000,300",
+        help="comma-separated open-loop offered commands/s, each run on each leader; "
+        "0 skips the phase (default 1000,300)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--open-duration", type=float, default=10.0,
+        help="measured seconds of the open-loop phase (default 10)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--open-tables", type=int, default=256,
+        help="tables the open-loop phase cycles through (default 256)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--client-mode", choices=("shared", "per-thread"), default="shared",
+        help="one MetadataClient for all threads, or one each (default shared)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--systems", default=",".join(SYSTEMS),
+        help=f"comma-separated subset of {','.join(SYSTEMS)} (default all; tuned and "
+        f"rawtuned add retry.backoff.ms={BACKOFF_MS} to the transactional producer, "
+        "see bench.leader_variant)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    counts = [int(n) for n in args.clients.split(",") if n.strip()]
+    systems = [s for s in SYSTEMS if s in {x.strip() for x in args.systems.split(",")}]
+    load = os.getloadavg()[0]
+    etcd_binary = ensure_etcd() if "etcd" in systems else None
+    kafka_port, etcd_port = _free_pair(KAFKA_PORTS), _free_pair(ETCD_PORTS)
+    topics = Topics("metalog")
+    results: dict[tuple[str, int], Result] = {}
+    open_results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="metalog-bench-leader-") as tmp, ExitStack() as stack_:
+        root = Path(tmp)
+        config = StackConfig(
+            state_dir=root / "kafka", port=kafka_port, controller_port=kafka_port + 1,
+            topic_prefix=topics.prefix,
+        )  # fmt: skip
+        _log(f"starting the broker on {config.bootstrap}")
+        stack.up(config)
+        stack_.callback(stack.down, config)
+        bootstrap = config.bootstrap
+        create_topics(bootstrap, [RAW_EVENTS, RAW_REPLIES], partitions=3)
+        shared = stack_.enter_context(
+            MetadataClient(bootstrap, catalog=CATALOG, actor="bench", topics=topics)
+        )
+        log_file = root / "leader.log"
+        with leader_process(bootstrap, topics, log_file):
+            tables = create_tables(
+                shared, max(max(counts), args.open_tables if _rates(args.rate) else 0)
+            )
+            sample = alter(shared, tables[0], 0)
+        _log(f"{len(tables)} tables created")
+        partition = read_layout(bootstrap, topics).catalog_partition(CATALOG)
+        event = encode_event(read_events(bootstrap, topics.events, partition)[-1])
+        reply = encode_reply(sample)
+        for variant in (s for s in systems if s in LEADERS):
+            closed, opened = run_leader(
+                variant, bootstrap, topics, shared, tables, counts, args, log_file
+            )
+            results |= closed
+            open_results += opened
+        for name in (s for s in systems if s.startswith("raw")):
+            extra: dict[str, str | int] = VARIANTS["backoff"] if name != "raw" else {}
+            for n in counts:
+                with RawCommitter(
+                    bootstrap, RAW_EVENTS, RAW_REPLIES, event, reply, config=extra,
+                    offsets=name == "rawoffsets",
+                ) as raw:  # fmt: skip
+                    results[name, n] = closed_loop(name, [raw.command] * n, args.warmup,
+                                                   args.duration)  # fmt: skip
+                _log(f"{name} @{n}: {results[name, n]} in {raw.transactions} transactions")
+        if etcd_binary is not None:
+            with EtcdServer(etcd_binary, root / "etcd", etcd_port):
+                _log(f"etcd on 127.0.0.1:{etcd_port}")
+                for n in counts:
+                    keys = [EtcdKey(etcd_port, f"/bench/{n}/t{i}", event) for i in range(n)]
+                    for key in keys:
+                        key.create()
+                    results["etcd", n] = closed_loop(
+                        "etcd", [key.put for key in keys], args.warmup, args.duration
+                    )
+                    for key in keys:
+                        key.close()
+                    _log(f"etcd @{n}: {results['etcd', n]}")
+    print(report(results, open_results, counts, systems, args, load, len(event), len(reply)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
