@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,14 @@ from projector.follower_errors import DivergedAt, ResourceVersionTooOld
 from projector.kafka_io import REASON_HEADER
 from projector.watch import WatchEvent
 from tests.fixtures.kafka import TopicSet
-from tests.follower.workload import CATALOG, produce, produce_raw, random_log, reseal
+from tests.follower.workload import (
+    CATALOG,
+    produce,
+    produce_raw,
+    random_log,
+    reseal,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +52,7 @@ def test_gap_duplicate_stale_leader_and_garbage(wire: TopicSet) -> None:
         produce(wire, [*events[:4], events[5], events[1]])
         follower.wait_for(4, timeout=30.0)
         produce(wire, [stale])
-        assert follower.stats().waiting_for == 5
+        wait_until(lambda: follower.stats().waiting_for == 5)
         produce(wire, [events[4]])
         image = follower.wait_for(6, timeout=30.0)
         assert image.resource_version == 6
@@ -92,8 +97,8 @@ def test_watch_from_an_old_version_replays_exactly_the_missed_changes(
             with follower.watch(old.append, from_resource_version=4, key_prefix="__table_info/"):
                 wanted = [e for e in events[4:] if any(
                     m.key.startswith("__table_info/") for m in e.mutations)]  # fmt: skip
-                _wait(lambda: len({c.change_resource_version for c in old}) == len(wanted))
-            _wait(lambda: bool(live) and live[-1].resource_version == len(events))
+                wait_until(lambda: len({c.change_resource_version for c in old}) == len(wanted))
+            wait_until(lambda: bool(live) and live[-1].resource_version == len(events))
     assert [(c.resource_version, c.key) for c in live] == [
         (e.resource_version, m.key) for e in events[10:] for m in e.mutations
     ]
@@ -105,10 +110,3 @@ def test_watch_from_an_old_version_replays_exactly_the_missed_changes(
         with pytest.raises(ResourceVersionTooOld, match="re-list"):
             later.watch(print, from_resource_version=3)
         later.watch(print, from_resource_version=10).cancel()
-
-
-def _wait(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)

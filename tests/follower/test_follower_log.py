@@ -17,7 +17,14 @@ from projector.image import Image
 from projector.snapshot import list_snapshots, read_snapshot
 from projector.watch import WatchEvent
 from tests.fixtures.kafka import TopicSet
-from tests.follower.workload import CATALOG, explicit_log, failover, produce, random_log
+from tests.follower.workload import (
+    CATALOG,
+    explicit_log,
+    failover,
+    produce,
+    random_log,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -70,6 +77,8 @@ def test_explicit_publish_shows_no_pending_change_and_epochs_in_order(wire: Topi
         for event in catalog.events:
             produce(wire, [event])
             seen.append(follower.wait_for(event.resource_version, timeout=30.0))
+        last = catalog.events[-1].resource_version
+        wait_until(lambda: bool(changes) and changes[-1].resource_version == last)
         watch.cancel()
     expected = {e.resource_version: replay(Image.empty(CATALOG), catalog.events[:i + 1])
                 for i, e in enumerate(catalog.events)}  # fmt: skip

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import random
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from confluent_kafka import Producer
 
@@ -26,7 +27,15 @@ from producers.local import LocalCatalog
 from tests.domain.builders import CATALOG, command, create, local
 from tests.fixtures.kafka import TopicSet
 
-__all__ = ["CATALOG", "explicit_log", "produce", "produce_raw", "random_log", "reseal"]
+__all__ = [
+    "CATALOG",
+    "explicit_log",
+    "produce",
+    "produce_raw",
+    "random_log",
+    "reseal",
+    "wait_until",
+]
 
 
 MERGE = ("allow", "deny")
@@ -114,3 +123,11 @@ def produce(wire: TopicSet, events: Sequence[Event]) -> None:
     produce_raw(
         wire, [encode_event(e) for e in events], key=events[0].catalog if events else CATALOG
     )
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll `condition` until it holds; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
