@@ -92,7 +92,8 @@ class Follower:
         self._starts: dict[str, int] = {}
         self._published: dict[str, tuple[Image, int]] = {}
         self._tail: Tail | None = None
-        self._idle_polls = 0
+        self._connected = False
+        self._published_end: dict[int, int] = {}
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -188,12 +189,30 @@ class Follower:
             return image
 
     def wait_caught_up(self, timeout: float = 30.0) -> bool:
-        """Wait until a poll that began after this call found nothing new; False on timeout."""
+        """Wait until the published images hold everything committed before this call.
+
+        The target is each partition's high watermark now; the follower is
+        there once it has read to the partition's end (an EOF at or past the
+        target) and published. False on timeout or failure.
+        """
+        deadline = time.monotonic() + timeout
         with self._changed:
-            target = self._idle_polls + 2
+            self._changed.wait_for(
+                lambda: self._connected or self._failure is not None,
+                timeout,
+            )
+        tail = self._tail
+        if tail is None or self._failure is not None:
+            return False
+        targets = tail.high_watermarks()
+        with self._changed:
             return (
                 self._changed.wait_for(
-                    lambda: self._idle_polls >= target or self._failure is not None, timeout
+                    lambda: (
+                        self._failure is not None
+                        or all(self._published_end.get(p, -1) >= h for p, h in targets.items())
+                    ),
+                    max(0.0, deadline - time.monotonic()),
                 )
                 and self._failure is None
             )
@@ -302,14 +321,13 @@ class Follower:
         try:
             tail = self._tail = Tail(self.bootstrap, self.topics, self._feeds, self._starts)
             tail.connect()
+            with self._changed:
+                self._connected = True
+                self._changed.notify_all()
             while not self._stop.is_set():
                 if tail.step(self.max_batch):
                     self._publish()
                     self._schedule.check(self._feeds)
-                else:
-                    with self._changed:
-                        self._idle_polls += 1
-                        self._changed.notify_all()
         except BaseException as exc:
             self._failure = exc
             log.error("follower stopped: %s", exc)
@@ -325,6 +343,8 @@ class Follower:
                 offset = self._tail.next.get(feed.partition, 0) if self._tail else 0
                 held = feed.held_offset()
                 self._published[name] = (feed.image, offset if held is None else held)
+            if self._tail is not None:
+                self._published_end = dict(self._tail.end)
             self._changed.notify_all()
 
     def _raise_failure(self) -> None:

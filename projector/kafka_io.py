@@ -7,6 +7,7 @@ import time
 import uuid
 
 from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import TopicPartition as KafkaPartition
 
 from projector.feed import DeadLetter
 
@@ -29,8 +30,22 @@ def new_consumer(bootstrap: str) -> Consumer:
             "isolation.level": "read_committed",
             "auto.offset.reset": "earliest",
             "fetch.wait.max.ms": 50,
+            # EOF events tell the follower where a partition's committed end is.
+            "enable.partition.eof": True,
         }
     )
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: tuple[int, ...]) -> dict[int, int]:
+    """The high watermark of each partition, from a short-lived consumer."""
+    consumer = new_consumer(bootstrap)
+    try:
+        return {
+            p: consumer.get_watermark_offsets(KafkaPartition(topic, p), timeout=10.0)[1]
+            for p in partitions
+        }
+    finally:
+        consumer.close()
 
 
 def partition_count(consumer: Consumer, topic: str, timeout: float = 15.0) -> int:

@@ -11,7 +11,7 @@ from events.codec import decode_event
 from events.errors import DecodeError
 from events.topics import Topics, partition_for
 from projector.feed import CatalogFeed, DeadLetter
-from projector.kafka_io import DeadLetters, new_consumer, partition_count
+from projector.kafka_io import DeadLetters, high_watermarks, new_consumer, partition_count
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,10 @@ class Tail:
         self.feeds = feeds
         self.next: dict[int, int] = {}
         self.high: dict[int, int] = {}
+        self.end: dict[int, int] = {}
+        """Partition → the offset at which its committed end was last reached."""
         self._starts = starts
+        self._bootstrap = bootstrap
         self._consumer = new_consumer(bootstrap)
         self._letters = DeadLetters(bootstrap, topics.dlq, topics.events)
 
@@ -69,6 +72,13 @@ class Tail:
                 self.high[partition] = high
         return first is not None
 
+    def high_watermarks(self) -> dict[int, int]:
+        """Each followed partition's high watermark, asked of the broker now.
+
+        A consumer of its own: the tail's consumer blocks other threads while it polls.
+        """
+        return high_watermarks(self._bootstrap, self.topics.events, tuple(self.next))
+
     def close(self) -> None:
         """Close the consumer and the DLQ producer."""
         self._consumer.close()
@@ -79,7 +89,9 @@ class Tail:
         if error is not None:
             if error.fatal():
                 raise KafkaException(error)
-            if error.code() != KafkaError._PARTITION_EOF:
+            if error.code() == KafkaError._PARTITION_EOF:
+                self.end[message.partition() or 0] = message.offset() or 0
+            else:
                 log.warning("events topic: %s", error)
             return
         partition, offset = message.partition() or 0, message.offset() or 0
