@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from metalog.demo import demo_records, produce, project_to_delta, read_table
 from tests.fixtures.kafka import TopicSet
+from tests.stack.roundtrip import demo_records, produce, project_to_delta, read_table
 
 
 @pytest.mark.spark
