@@ -8,7 +8,7 @@ from pyspark.sql import SparkSession
 
 from metalog.jars import spark_jars
 
-# Avro needs no entry: Spark 4.2 ships from_avro/to_avro inside spark-sql.
+# from_avro/to_avro come from the spark-avro jar on spark.jars (see metalog/jvm/spark-pom.xml).
 BASE_CONF: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
