@@ -14,8 +14,8 @@ from rich.table import Table
 
 from events.topics import Topics
 from metalog.stack_config import StackConfig
+from projector.errors import FollowerError, SnapshotError
 from projector.follower import Follower
-from projector.follower_errors import FollowerError, SnapshotError
 from projector.image import Image
 from projector.snapshot import list_snapshots, verify_snapshot
 from projector.watch import WatchEvent

@@ -14,8 +14,7 @@ from datetime import datetime
 
 from events.event import Event
 from projector.apply import Delivery, apply, classify
-from projector.errors import Divergence, StaleLeader
-from projector.follower_errors import DivergedAt
+from projector.errors import DivergedAt, Divergence, StaleLeader
 from projector.image import Image
 from projector.watch import History, WatchEvent, published_changes
 

@@ -22,8 +22,8 @@ from typing import Self
 
 from events.errors import MetalogError
 from events.topics import Topics
+from projector.errors import FollowerError, FollowerStopped, WaitTimeout
 from projector.feed import CatalogFeed, FeedStats
-from projector.follower_errors import FollowerError, FollowerStopped, WaitTimeout
 from projector.image import Image
 from projector.snapshot import Position, load_newest, write_snapshot
 from projector.snapshot_schedule import SnapshotSchedule

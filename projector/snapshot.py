@@ -35,7 +35,7 @@ from events.codec import decode_event, encode_event
 from events.errors import DecodeError
 from events.keys import DATANODE_TABLE, LABEL_RULE
 from events.values import KeyValue, LabelRuleValue
-from projector.follower_errors import SnapshotError
+from projector.errors import SnapshotError
 from projector.image import Image, PendingChange
 from projector.packing import Packed, pack, unpack
 from projector.view import View

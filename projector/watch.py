@@ -23,7 +23,7 @@ from events.event import Event
 from events.intents import StableEpochAdvanced
 from events.keys import datanode_table_key
 from events.values import KeyValue
-from projector.follower_errors import ResourceVersionTooOld
+from projector.errors import ResourceVersionTooOld
 from projector.image import Image
 from projector.packing import PackedDatanodeTable
 from projector.view import View

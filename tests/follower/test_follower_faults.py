@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from events.changes import KeyPresent
+from projector.errors import DivergedAt, ResourceVersionTooOld
 from projector.follower import Follower
-from projector.follower_errors import DivergedAt, ResourceVersionTooOld
 from projector.kafka_io import REASON_HEADER
 from projector.watch import WatchEvent
 from tests.fixtures.kafka import TopicSet

@@ -8,8 +8,8 @@ import pytest
 
 from events.changes import KeyPresent
 from projector.apply import replay
+from projector.errors import DivergedAt, ResourceVersionTooOld, SnapshotError
 from projector.feed import CatalogFeed
-from projector.follower_errors import DivergedAt, ResourceVersionTooOld, SnapshotError
 from projector.image import Image
 from projector.snapshot import Position, list_snapshots, load_newest, read_snapshot, write_snapshot
 from projector.watch import History, datanode_regions, published_changes, region_diff
