@@ -24,10 +24,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 from events.topics import Topics
 from metalog import stack
+from metalog.spark_session import spark_session
 from metalog.stack_config import StackConfig
 from metalog.topics import create_metalog_topics
 from streaming.projection import ProjectionConfig, kafka_source, run_once
-from streaming.session import spark_session
 from tests.spark.workload import Workload, encoded, produce
 
 BENCH_PORT = 19792

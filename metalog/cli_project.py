@@ -8,9 +8,9 @@ import os
 from typing import Any
 
 from events.topics import Topics
+from metalog.spark_session import spark_session
 from metalog.stack_config import StackConfig
 from streaming.projection import ProjectionConfig, run_once, start_projection
-from streaming.session import spark_session
 
 DEFAULT_ROOT = ".metalog/projection"
 

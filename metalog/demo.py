@@ -63,7 +63,7 @@ def watch_datanode(bootstrap: str, topics: Topics, catalog: str, console: Consol
 
 def project(bootstrap: str, topics: Topics, config: StackConfig, catalog: str) -> None:
     """Fold the events topic into Delta and print this catalog's names and labels."""
-    from streaming.session import spark_session  # starts a JVM: import only when run
+    from metalog.spark_session import spark_session  # starts a JVM: import only when run
 
     root = config.state_dir / "demo" / "projection"
     projection = ProjectionConfig(
