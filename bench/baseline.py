@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import socket
 import sys
 import tempfile
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
+from bench.ports import free_port_pair
 from metalog import stack
 from metalog.stack_config import StackConfig
 from metalog.topics import create_topics
@@ -27,17 +27,6 @@ from metalog.topics import create_topics
 BENCH_PORTS = (19292, 19592, 19892)
 PHASE_TIMEOUT_S = 300.0
 TOPIC = "bench.raw"
-
-
-def _free_port_pair() -> int:
-    for port in BENCH_PORTS:
-        taken = False
-        for p in (port, port + 1):
-            with socket.socket() as sock:
-                taken = taken or sock.connect_ex(("127.0.0.1", p)) == 0
-        if not taken:
-            return port
-    raise SystemExit(f"no free port pair among {BENCH_PORTS}: stop another broker first")
 
 
 def cold_start(config: StackConfig) -> float:
@@ -105,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--size", type=int, default=200, help="record value size in bytes")
     args = parser.parse_args(argv)
-    port = _free_port_pair()
+    port = free_port_pair(BENCH_PORTS)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="metalog-bench-") as tmp:
         config = StackConfig(state_dir=Path(tmp), port=port, controller_port=port + 1)

@@ -26,7 +26,8 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench.apply import CATALOG, Generator
-from bench.baseline import _free_port_pair
+from bench.baseline import BENCH_PORTS
+from bench.ports import free_port_pair
 from events.codec import decode_event, encode_event
 from events.topics import Topics
 from metalog import stack
@@ -190,7 +191,7 @@ def main() -> None:
     if args.bootstrap:
         run(args.bootstrap, args)
         return
-    port = _free_port_pair()
+    port = free_port_pair(BENCH_PORTS)
     with tempfile.TemporaryDirectory(prefix="metalog-bench-follower-") as tmp:
         config = StackConfig(state_dir=Path(tmp), port=port, controller_port=port + 1)
         stack.up(config)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,6 +46,7 @@ from bench.leader_etcd import EtcdKey, EtcdServer, ensure_etcd
 from bench.leader_load import Op, Result, closed_loop, open_loop
 from bench.leader_raw import RawCommitter
 from bench.leader_variant import BACKOFF_MS, VARIANTS
+from bench.ports import free_port_pair
 from events.codec import encode_event, encode_reply
 from events.replies import Committed
 from events.topics import Topics
@@ -71,17 +71,6 @@ COLUMNS = (
 )
 RAW_EVENTS, RAW_REPLIES = "bench.raw.events", "bench.raw.replies"
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _free_pair(candidates: tuple[int, ...]) -> int:
-    for port in candidates:
-        taken = False
-        for p in (port, port + 1):
-            with socket.socket() as sock:
-                taken = taken or sock.connect_ex(("127.0.0.1", p)) == 0
-        if not taken:
-            return port
-    raise SystemExit(f"no free port pair among {candidates}: stop what runs there first")
 
 
 def _log(message: str) -> None:
@@ -361,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     systems = [s for s in SYSTEMS if s in {x.strip() for x in args.systems.split(",")}]
     load = os.getloadavg()[0]
     etcd_binary = ensure_etcd() if "etcd" in systems else None
-    kafka_port, etcd_port = _free_pair(KAFKA_PORTS), _free_pair(ETCD_PORTS)
+    kafka_port, etcd_port = free_port_pair(KAFKA_PORTS), free_port_pair(ETCD_PORTS)
     topics = Topics("metalog")
     results: dict[tuple[str, int], Result] = {}
     open_results: list[Result] = []
