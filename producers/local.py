@@ -32,13 +32,21 @@ class LocalCatalog:
         stamps: Called once per new event for its id and time (inject a
             deterministic one in tests).
         window: How many recent outcomes dedupe remembers.
+        keep_log: Keep every event in `events` (tests); a leader, whose log is
+            Kafka, passes False so memory stays bounded by the image.
     """
 
     def __init__(
-        self, catalog: str, stamps: Callable[[], Stamp], *, window: int = DEDUPE_WINDOW
+        self,
+        catalog: str,
+        stamps: Callable[[], Stamp],
+        *,
+        window: int = DEDUPE_WINDOW,
+        keep_log: bool = True,
     ) -> None:
         self._stamps = stamps
         self._window = window
+        self._keep_log = keep_log
         self._image = Image.empty(catalog)
         self._events: list[Event] = []
         self._new_events: list[Event] = []
@@ -61,18 +69,19 @@ class LocalCatalog:
 
     @property
     def events(self) -> tuple[Event, ...]:
-        """The log so far: restored events, then the ones written here."""
+        """The log so far: restored events, then the ones written here (if `keep_log`)."""
         return tuple(self._events)
 
-    @property
-    def new_events(self) -> list[Event]:
-        """The events written here (not restored), in order; a copy."""
-        return list(self._new_events)
+    def take_new_events(self) -> list[Event]:
+        """The events written here since the last call (not restored), in order."""
+        taken, self._new_events = self._new_events, []
+        return taken
 
     def restore(self, event: Event) -> None:
         """Apply an event read from the log (rebuilding the image and the dedupe window)."""
         self._image = apply(self._image, event)
-        self._events.append(event)
+        if self._keep_log:
+            self._events.append(event)
         if event.command_id is not None:
             self._remember(event.command_id, _committed(event))
 
@@ -107,7 +116,8 @@ class LocalCatalog:
 
     def _write(self, event: Event) -> None:
         self._image = apply(self._image, event)
-        self._events.append(event)
+        if self._keep_log:
+            self._events.append(event)
         self._new_events.append(event)
 
     def _remember(self, command_id: str, outcome: Committed | CommandRejected) -> None:

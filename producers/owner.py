@@ -20,7 +20,6 @@ from confluent_kafka import (
 
 from events.codec import encode_event, encode_reply
 from events.commands import Command
-from events.event import Event
 from events.replies import Rejected, Reply
 from events.topics import Topics
 from producers.errors import CommandRejected, Fenced, TransactionFailed
@@ -62,9 +61,7 @@ Headers = list[tuple[str, str | bytes | None]]
 
 @dataclass(slots=True)
 class _Batch:
-    records: list[tuple[str, bytes, bytes, list[tuple[str, str | bytes | None]]]] = field(
-        default_factory=list
-    )
+    records: list[tuple[str, bytes, bytes, Headers]] = field(default_factory=list)
     replies: list[tuple[Input, Reply]] = field(default_factory=list)
 
 
@@ -115,7 +112,8 @@ class PartitionOwner:
         self.catalogs = self._rebuild()
         batch = _Batch()
         for catalog in self.catalogs.values():
-            self._append(batch, catalog.elect(self.leader_id))
+            catalog.elect(self.leader_id)
+            self._drain(batch, catalog)
         if batch.records:
             self._commit(batch, offsets=(), group=None)
 
@@ -153,7 +151,7 @@ class PartitionOwner:
         for event in read_events(self.bootstrap, self.topics.events, self.partition):
             catalog = catalogs.get(event.catalog)
             if catalog is None:
-                catalog = catalogs[event.catalog] = LocalCatalog(event.catalog, self.stamps)
+                catalog = catalogs[event.catalog] = self._catalog(event.catalog)
             catalog.restore(event)
         return catalogs
 
@@ -191,9 +189,8 @@ class PartitionOwner:
             return
         catalog = self.catalogs.get(command.catalog)
         if catalog is None:
-            catalog = self.catalogs[command.catalog] = LocalCatalog(command.catalog, self.stamps)
-            self._append(batch, catalog.elect(self.leader_id))
-        before = len(catalog.new_events)
+            catalog = self.catalogs[command.catalog] = self._catalog(command.catalog)
+            catalog.elect(self.leader_id)
         try:
             reply: Reply = catalog.submit(command)
         except CommandRejected as rejection:
@@ -205,8 +202,7 @@ class PartitionOwner:
                 current_version=rejection.current_version,
                 current_resource_version=rejection.current_resource_version,
             )
-        for event in catalog.new_events[before:]:
-            self._append(batch, event)
+        self._drain(batch, catalog)
         self._reply(batch, item, command.reply_to, reply)
 
     def _poison(self, batch: _Batch, item: Input) -> None:
@@ -227,8 +223,15 @@ class PartitionOwner:
         value = raw.value() if raw is not None else b""
         batch.records.append((self.topics.dlq, b"", value or b"", headers))
 
-    def _append(self, batch: _Batch, event: Event) -> None:
-        batch.records.append((self.topics.events, event.catalog.encode(), encode_event(event), []))
+    def _catalog(self, name: str) -> LocalCatalog:
+        # The log lives in Kafka: keep only the image and the dedupe window in memory.
+        return LocalCatalog(name, self.stamps, keep_log=False)
+
+    def _drain(self, batch: _Batch, catalog: LocalCatalog) -> None:
+        for event in catalog.take_new_events():
+            batch.records.append(
+                (self.topics.events, event.catalog.encode(), encode_event(event), [])
+            )
 
     def _reply(self, batch: _Batch, item: Input, reply_to: str | None, reply: Reply) -> None:
         batch.replies.append((item, reply))

@@ -36,7 +36,7 @@ def test_the_dedupe_window_is_rebuilt_from_a_replayed_log() -> None:
     rebuilt = LocalCatalog.from_log(CATALOG, stamps(), catalog.events)
     assert rebuilt.image == catalog.image
     assert rebuilt.submit(first) == committed
-    assert rebuilt.new_events == []
+    assert rebuilt.take_new_events() == []
 
 
 def test_the_dedupe_window_is_bounded_oldest_first() -> None:
@@ -79,3 +79,14 @@ def test_packing_round_trips_every_value_and_shares_equal_columns() -> None:
     bumped = a.model_copy(update={"version": 9})
     assert bumped.version == 9 and a.version == 1
     assert TableInfoValue.model_validate(a.model_dump()) == a
+
+
+def test_new_events_are_taken_once_and_a_leader_may_keep_no_log() -> None:
+    catalog = LocalCatalog(CATALOG, stamps(), keep_log=False)
+    catalog.elect("leader-1")
+    catalog.submit(create())
+    taken = catalog.take_new_events()
+    assert [type(e.intent).__name__ for e in taken] == ["LeaderElected", "TableCreated"]
+    assert catalog.take_new_events() == []
+    assert catalog.events == ()
+    assert catalog.image.resource_version == 2
