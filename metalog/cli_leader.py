@@ -38,7 +38,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--bootstrap", help="host:port (default: the local stack's)")
     parser.add_argument("--prefix", help="topic prefix (default: METALOG_TOPIC_PREFIX or metalog)")
-    parser.add_argument("--group", default="metalog-leaders", help="the leaders' consumer group")
+    parser.add_argument("--group", help="the leaders' consumer group (default {prefix}-leaders)")
     parser.add_argument("--leader-id", help="name stamped on LeaderElected (default host-pid)")
     parser.add_argument("--batch-size", type=int, default=200, help="commands per transaction")
     parser.set_defaults(func=_leader)

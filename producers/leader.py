@@ -52,7 +52,8 @@ class Leader:
         bootstrap: `host:port` of the Kafka cluster.
         topics: the topic names (prefix).
         leader_id: names this process in `LeaderElected` events.
-        group_id: the consumer group the leaders of one deployment share.
+        group_id: the consumer group the leaders of one deployment share
+            (default `{prefix}-leaders`).
         options: batch size, command size limit, transaction timeouts.
     """
 
@@ -62,13 +63,13 @@ class Leader:
         *,
         topics: Topics | None = None,
         leader_id: str | None = None,
-        group_id: str = "metalog-leaders",
+        group_id: str | None = None,
         options: LeaderOptions | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.topics = topics or Topics()
         self.leader_id = leader_id or f"{socket.gethostname()}-{os.getpid()}"
-        self.group_id = group_id
+        self.group_id = group_id or f"{self.topics.prefix}-leaders"
         self.options = options or LeaderOptions()
         self._owners: dict[int, PartitionOwner] = {}
         self._submitted: queue.SimpleQueue[tuple[Command, Future[Reply]]] = queue.SimpleQueue()

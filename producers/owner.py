@@ -80,7 +80,8 @@ class PartitionOwner:
     """The leader of every catalog on one partition of the commands topic.
 
     Opening fences the previous owner (`init_transactions` with
-    `transactional.id = metalog-leader-{partition}`), rebuilds each catalog
+    `transactional.id = {prefix}-leader-{partition}`, `metalog-leader-{partition}`
+    by default), rebuilds each catalog
     from the events partition (read_committed) and appends `LeaderElected`.
     Each batch of commands is decided, and its events, replies, DLQ records
     and the consumed offsets go out in ONE transaction.
@@ -127,7 +128,7 @@ class PartitionOwner:
         producer = Producer(
             {
                 "bootstrap.servers": self.bootstrap,
-                "transactional.id": f"metalog-leader-{self.partition}",
+                "transactional.id": f"{self.topics.prefix}-leader-{self.partition}",
                 "transaction.timeout.ms": self.options.transaction_timeout_ms,
                 "enable.idempotence": True,
                 "acks": "all",
