@@ -9,6 +9,15 @@ from dataclasses import dataclass
 
 DEFAULT_PREFIX = "metalog"
 
+COMMAND_ID_HEADER = "metalog.command_id"
+"""Command header: the command's id, so a leader can answer even a command it cannot read."""
+REPLY_TO_HEADER = "metalog.reply_to"
+"""Command header: the client id the reply is keyed by."""
+REASON_HEADER = "metalog.reason"
+"""DLQ header: why the record was dead-lettered."""
+SOURCE_HEADER = "metalog.source"
+"""DLQ header: `topic/partition/offset` of the original record."""
+
 
 @dataclass(frozen=True, slots=True)
 class Topics:

@@ -14,7 +14,7 @@ from events import commands as c
 from events.codec import decode_reply, encode_command
 from events.errors import DecodeError
 from events.replies import Committed, Rejected
-from events.topics import Topics
+from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
 from events.values import Column, TableRouteValue
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, rejection_from_reply
 from producers.log import read_events
@@ -22,9 +22,6 @@ from producers.routing import Layout, read_layout, watermarks
 from projector.apply import replay
 from projector.export import export
 from projector.image import Image
-
-COMMAND_ID_HEADER = "metalog.command_id"
-REPLY_TO_HEADER = "metalog.reply_to"
 
 
 class MetadataClient:

@@ -19,7 +19,7 @@ from events.codec import decode_command
 from events.commands import Command
 from events.errors import DecodeError
 from events.replies import Committed, Rejected, Reply
-from events.topics import Topics
+from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
 from producers.errors import (
     CommandOutcomeUnknown,
     Fenced,
@@ -28,8 +28,6 @@ from producers.errors import (
     rejection_from_reply,
 )
 from producers.owner import (
-    COMMAND_ID_HEADER,
-    REPLY_TO_HEADER,
     Input,
     LeaderOptions,
     PartitionOwner,

@@ -21,16 +21,12 @@ from confluent_kafka import (
 from events.codec import encode_event, encode_reply
 from events.commands import Command
 from events.replies import Rejected, Reply
-from events.topics import Topics
+from events.topics import REASON_HEADER, SOURCE_HEADER, Topics
 from producers.errors import CommandRejected, Fenced, TransactionFailed
 from producers.local import LocalCatalog, Stamp
 from producers.log import read_events
 
 log = logging.getLogger(__name__)
-
-COMMAND_ID_HEADER = "metalog.command_id"
-REPLY_TO_HEADER = "metalog.reply_to"
-REASON_HEADER = "metalog.reason"
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,9 +214,7 @@ class PartitionOwner:
         raw = item.raw
         headers: Headers = [(REASON_HEADER, reason.encode())]
         if raw is not None:
-            headers += [
-                ("metalog.source", f"{raw.topic()}/{raw.partition()}/{raw.offset()}".encode())
-            ]
+            headers += [(SOURCE_HEADER, f"{raw.topic()}/{raw.partition()}/{raw.offset()}".encode())]
         value = raw.value() if raw is not None else b""
         batch.records.append((self.topics.dlq, b"", value or b"", headers))
 

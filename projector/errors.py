@@ -51,6 +51,7 @@ class StaleLeader(ApplyError):
         self.event_epoch = event_epoch
         self.image_epoch = image_epoch
 
+
 # -- the follower, watches and snapshots --------------------------------------
 
 

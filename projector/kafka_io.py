@@ -9,14 +9,10 @@ import uuid
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 
+from events.topics import REASON_HEADER, SOURCE_HEADER
 from projector.feed import DeadLetter
 
 log = logging.getLogger(__name__)
-
-REASON_HEADER = "metalog.reason"
-"""The DLQ header holding why a record was dead-lettered (the leader uses the same)."""
-SOURCE_HEADER = "metalog.source"
-"""The DLQ header naming `topic/partition/offset` of the original record."""
 
 
 def new_consumer(bootstrap: str) -> Consumer:

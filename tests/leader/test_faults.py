@@ -13,14 +13,12 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from events.codec import decode_reply
 from events.intents import LeaderElected
 from events.replies import Committed, Rejected
+from events.topics import COMMAND_ID_HEADER, REASON_HEADER, REPLY_TO_HEADER
 from events.values import Column
 from producers.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, Fenced
 from producers.leader import Leader
 from producers.owner import (
-    COMMAND_ID_HEADER,
-    REASON_HEADER,
-    REPLY_TO_HEADER,
     LeaderOptions,
     PartitionOwner,
 )
