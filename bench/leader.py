@@ -56,7 +56,7 @@ from metalog.stack_config import StackConfig
 from metalog.topics import create_topics
 from producers.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
-from producers.owner import read_events
+from producers.log import read_events
 from producers.routing import read_layout
 
 KAFKA_PORTS = (19692, 19792, 19992)

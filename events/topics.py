@@ -17,6 +17,9 @@ REASON_HEADER = "metalog.reason"
 """DLQ header: why the record was dead-lettered."""
 SOURCE_HEADER = "metalog.source"
 """DLQ header: `topic/partition/offset` of the original record."""
+COMMANDS_OFFSET_HEADER = "metalog.commands_offset"
+"""Event header: the next commands offset of the leader that wrote the event (decimal), set on
+the last event of each transaction: the consumed position commits with the events it caused."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,11 @@ class Leader:
         """The commands partitions this leader owns now."""
         return frozenset(self._owners)
 
+    def position(self, partition: int) -> int | None:
+        """The next commands offset this leader serves on `partition` (None if not owned)."""
+        owner = self._owners.get(partition)
+        return owner.position if owner is not None else None
+
     def __enter__(self) -> Self:
         return self.start()
 
@@ -186,13 +191,18 @@ class Leader:
             consumer.close()
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        topic = self.topics.commands
         for tp in partitions:
             owner = PartitionOwner(
-                self.bootstrap, self.topics, tp.partition, self.leader_id, self.options
-            )
+                self.bootstrap, self.topics, tp.partition, self.leader_id, self.options,
+                group_offset=lambda p=tp.partition: _group_offset(consumer, topic, p),
+            )  # fmt: skip
             owner.open()
             self._owners[tp.partition] = owner
-            log.info("leader %s owns partition %d", self.leader_id, tp.partition)
+            tp.offset = _start(owner)
+            log.info("leader %s owns partition %d from offset %d", self.leader_id,
+                     tp.partition, tp.offset)  # fmt: skip
+        consumer.assign(partitions)
         with self._serving:
             self._serving.notify_all()
 
@@ -204,7 +214,7 @@ class Leader:
 
     def _serve(self, consumer: Consumer, messages: list[Message]) -> None:
         inputs: dict[int, list[Input]] = defaultdict(list)
-        offsets: dict[int, TopicPartition] = {}
+        consumed: dict[int, int] = {}
         for message in messages:
             error = message.error()
             if error is not None:
@@ -213,7 +223,7 @@ class Leader:
                 continue
             partition, offset = message.partition() or 0, message.offset() or 0
             inputs[partition].append(self._read(message))
-            offsets[partition] = TopicPartition(self.topics.commands, partition, offset + 1)
+            consumed[partition] = offset + 1
         assert self._layout is not None
         while True:
             try:
@@ -225,17 +235,17 @@ class Leader:
                 future.set_exception(NotLeader(command.catalog, partition))
                 continue
             inputs[partition].append(Input(command, on_reply=_resolver(future)))
-        for partition, items in inputs.items():
-            owner = self._owners.get(partition)
-            if owner is None:
-                continue
-            consumed = [offsets[partition]] if partition in offsets else []
+        for partition, owner in list(self._owners.items()):
+            items = inputs.get(partition, [])
             try:
-                owner.serve(items, consumed, consumer.consumer_group_metadata())
+                if items:
+                    owner.serve(items, consumed.get(partition), consumer.consumer_group_metadata())
+                else:
+                    owner.check()
             except TransactionFailed as exc:
-                log.warning("%s: re-reading the batch from the last committed offset", exc)
+                log.warning("%s: re-reading commands from the last committed position", exc)
                 _fail(items, exc)
-                _rewind(consumer, self.topics.commands, partition)
+                consumer.seek(TopicPartition(self.topics.commands, partition, _start(owner)))
             except Fenced:
                 _fail(items, NotLeader("", partition))
                 raise
@@ -298,7 +308,11 @@ def _fail(items: list[Input], error: BaseException) -> None:
             item.on_reply(error)
 
 
-def _rewind(consumer: Consumer, topic: str, partition: int) -> None:
+def _start(owner: PartitionOwner) -> int:
+    return owner.position if owner.position is not None else OFFSET_BEGINNING
+
+
+def _group_offset(consumer: Consumer, topic: str, partition: int) -> int | None:
+    """The group's committed offset (written only by batches that wrote no event)."""
     committed = consumer.committed([TopicPartition(topic, partition)], timeout=10.0)[0]
-    offset = committed.offset if committed.offset >= 0 else OFFSET_BEGINNING
-    consumer.seek(TopicPartition(topic, partition, offset))
+    return committed.offset if committed.offset >= 0 else None

@@ -7,6 +7,7 @@ import os
 import signal
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -21,10 +22,10 @@ from confluent_kafka import (
 from events.codec import encode_event, encode_reply
 from events.commands import Command
 from events.replies import Rejected, Reply
-from events.topics import REASON_HEADER, SOURCE_HEADER, Topics
+from events.topics import COMMANDS_OFFSET_HEADER, REASON_HEADER, SOURCE_HEADER, Topics
 from producers.errors import CommandRejected, Fenced, TransactionFailed
 from producers.local import LocalCatalog, Stamp
-from producers.log import read_events
+from producers.log import read_partition
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +58,19 @@ Headers = list[tuple[str, str | bytes | None]]
 
 @dataclass(slots=True)
 class _Batch:
+    """What one transaction writes; `consumed` is the next commands offset after it."""
+
+    consumed: int | None = None
     records: list[tuple[str, bytes, bytes, Headers]] = field(default_factory=list)
     replies: list[tuple[Input, Reply]] = field(default_factory=list)
+    last_event: int = -1
+
+    def mark_position(self) -> None:
+        """Record `consumed` on the batch's last event, if it has one."""
+        if self.consumed is not None and self.last_event >= 0:
+            topic, key, value, headers = self.records[self.last_event]
+            headers = [*headers, (COMMANDS_OFFSET_HEADER, str(self.consumed).encode())]
+            self.records[self.last_event] = (topic, key, value, headers)
 
 
 def stamp_now() -> Stamp:
@@ -77,10 +89,19 @@ class PartitionOwner:
 
     Opening fences the previous owner (`init_transactions` with
     `transactional.id = {prefix}-leader-{partition}`, `metalog-leader-{partition}`
-    by default), rebuilds each catalog
-    from the events partition (read_committed) and appends `LeaderElected`.
-    Each batch of commands is decided, and its events, replies, DLQ records
-    and the consumed offsets go out in ONE transaction.
+    by default), rebuilds each catalog from the events partition
+    (read_committed) and appends `LeaderElected`.
+
+    Each batch of commands is decided, and its events, replies, DLQ records and
+    the consumed commands position go out in ONE transaction. The position
+    rides on the batch's last event (header `metalog.commands_offset`), so it
+    commits with the events it caused without a second coordinator round trip;
+    a batch that writes no event commits it to the consumer group
+    (`send_offsets_to_transaction`). Serving resumes after the larger of the two.
+
+    Batches are pipelined: batch N+1 is decided (on top of N's uncommitted
+    state) while N commits in a background thread; commits stay in order, and
+    a failed commit discards everything decided after it (rebuild + rewind).
     """
 
     def __init__(
@@ -91,6 +112,7 @@ class PartitionOwner:
         leader_id: str,
         options: LeaderOptions,
         stamps: Callable[[], Stamp] = stamp_now,
+        group_offset: Callable[[], int | None] = lambda: None,
     ) -> None:
         self.bootstrap = bootstrap
         self.topics = topics
@@ -99,23 +121,40 @@ class PartitionOwner:
         self.options = options
         self.stamps = stamps
         self.catalogs: dict[str, LocalCatalog] = {}
+        self.position: int | None = None
+        """The next commands offset to serve: everything before it is committed."""
+        self._group_offset = group_offset
         self._producer: Producer | None = None
+        self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"metalog-commit-{partition}")
+        self._inflight: Future[None] | None = None
 
     # -- ownership ----------------------------------------------------------
 
     def open(self) -> None:
-        """Fence the previous owner, rebuild state from the log, announce leadership."""
+        """Fence the previous owner, rebuild state and position from the log, announce."""
         self._producer = self._new_producer()
-        self.catalogs = self._rebuild()
+        read = read_partition(self.bootstrap, self.topics.events, self.partition)
+        self.catalogs = {}
+        for event in read.events:
+            catalog = self.catalogs.get(event.catalog)
+            if catalog is None:
+                catalog = self.catalogs[event.catalog] = self._catalog(event.catalog)
+            catalog.restore(event)
+        known = (read.commands_offset, self._group_offset(), self.position)
+        self.position = max((p for p in known if p is not None), default=None)
         batch = _Batch()
         for catalog in self.catalogs.values():
             catalog.elect(self.leader_id)
             self._drain(batch, catalog)
         if batch.records:
-            self._commit(batch, offsets=(), group=None)
+            self._transact(batch, group=None)
 
     def close(self) -> None:
-        """Drop the producer (an open transaction is aborted by the broker or the next owner)."""
+        """Let the batch in flight finish, then drop the producer."""
+        if self._inflight is not None:
+            self._inflight.exception()
+            self._inflight = None
+        self._committer.shutdown(wait=True)
         if self._producer is not None:
             self._producer.flush(1.0)
             self._producer = None
@@ -143,41 +182,54 @@ class PartitionOwner:
             ) from exc
         return producer
 
-    def _rebuild(self) -> dict[str, LocalCatalog]:
-        catalogs: dict[str, LocalCatalog] = {}
-        for event in read_events(self.bootstrap, self.topics.events, self.partition):
-            catalog = catalogs.get(event.catalog)
-            if catalog is None:
-                catalog = catalogs[event.catalog] = self._catalog(event.catalog)
-            catalog.restore(event)
-        return catalogs
-
     # -- serving ------------------------------------------------------------
 
     def serve(
-        self,
-        inputs: Sequence[Input],
-        offsets: Sequence[TopicPartition] = (),
-        group: object | None = None,
+        self, inputs: Sequence[Input], consumed: int | None = None, group: object | None = None
     ) -> None:
-        """Decide every input and commit the batch atomically, then answer in-process callers.
+        """Decide every input, then commit them atomically after the batch in flight.
+
+        Args:
+            inputs: the commands, in order.
+            consumed: the next commands offset after `inputs` (None for in-process ones).
+            group: the consumer group metadata, for a batch that writes no event.
+
+        In-process callers are answered from the commit thread once their batch
+        is committed (or told it failed).
 
         Raises:
             Fenced: another owner took the partition; this one must step down.
-            TransactionFailed: the batch was not committed; state was rebuilt
-                from the log and the caller must re-read the inputs.
+            TransactionFailed: the batch in flight was not committed; state was
+                rebuilt from the log, `inputs` were dropped undecided-for-good,
+                and the caller must re-read from `position`.
         """
-        batch = _Batch()
+        batch = _Batch(consumed)
         for item in inputs:
             self._decide(batch, item)
+        batch.mark_position()
+        self.settle()
+        if batch.records or batch.replies or consumed is not None:
+            self._inflight = self._committer.submit(self._commit, batch, group)
+
+    def check(self) -> None:
+        """Settle the batch in flight if it is done (raising as `serve` does); never blocks."""
+        if self._inflight is not None and self._inflight.done():
+            self.settle()
+
+    def settle(self) -> None:
+        """Wait for the batch in flight; on failure recover (or step down) and raise."""
+        inflight, self._inflight = self._inflight, None
+        if inflight is None:
+            return
         try:
-            self._commit(batch, offsets, group)
-        except TransactionFailed:
-            self._recover()
+            inflight.result()
+        except Fenced:
+            self._producer = None
             raise
-        for item, reply in batch.replies:
-            if item.on_reply is not None:
-                item.on_reply(reply)
+        except TransactionFailed:
+            self._producer = None
+            self.open()
+            raise
 
     def _decide(self, batch: _Batch, item: Input) -> None:
         command = item.command
@@ -224,6 +276,7 @@ class PartitionOwner:
 
     def _drain(self, batch: _Batch, catalog: LocalCatalog) -> None:
         for event in catalog.take_new_events():
+            batch.last_event = len(batch.records)
             batch.records.append(
                 (self.topics.events, event.catalog.encode(), encode_event(event), [])
             )
@@ -233,7 +286,25 @@ class PartitionOwner:
         if reply_to:
             batch.records.append((self.topics.replies, reply_to.encode(), encode_reply(reply), []))
 
-    def _commit(self, batch: _Batch, offsets: Sequence[TopicPartition], group: object) -> None:
+    # -- the commit thread ----------------------------------------------------
+
+    def _commit(self, batch: _Batch, group: object) -> None:
+        """Commit one batch, then answer its in-process callers (the commit thread)."""
+        try:
+            self._transact(batch, group)
+        except (Fenced, TransactionFailed) as exc:
+            failure = TransactionFailed(f"partition {self.partition}: batch not committed: {exc}")
+            for item, _ in batch.replies:
+                if item.on_reply is not None:
+                    item.on_reply(failure)
+            raise
+        if batch.consumed is not None:
+            self.position = batch.consumed
+        for item, reply in batch.replies:
+            if item.on_reply is not None:
+                item.on_reply(reply)
+
+    def _transact(self, batch: _Batch, group: object) -> None:
         producer = self._producer
         assert producer is not None, "serve() before open()"
         timeout = self.options.commit_timeout_s
@@ -243,23 +314,18 @@ class PartitionOwner:
                 partition = self.partition if topic == self.topics.events else -1
                 producer.produce(topic, value=value, key=key, partition=partition, headers=headers)
                 crash_point("after_produce")
-            if offsets:
-                producer.send_offsets_to_transaction(list(offsets), group, timeout)
+            if batch.consumed is not None and batch.last_event < 0:
+                position = TopicPartition(self.topics.commands, self.partition, batch.consumed)
+                producer.send_offsets_to_transaction([position], group, timeout)
             crash_point("before_commit")
             producer.commit_transaction(timeout)
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
             if _is_fenced(error):
-                self._producer = None
                 raise Fenced(self.partition) from exc
             _abort_quietly(producer, timeout)
             raise TransactionFailed(f"partition {self.partition}: {error}") from exc
         crash_point("after_commit")
-
-    def _recover(self) -> None:
-        """After a failed commit: a new producer (librdkafka has no KIP-890) and a rebuild."""
-        self._producer = None
-        self.open()
 
 
 def _is_fenced(error: KafkaError) -> bool:

@@ -10,7 +10,7 @@ import pytest
 from events.values import Column
 from producers.client import MetadataClient
 from producers.leader import Leader
-from producers.owner import read_events
+from producers.log import read_events
 from projector.apply import replay
 from projector.follower import Follower
 from projector.image import Image
