@@ -27,7 +27,7 @@ from confluent_kafka import Producer
 import producers.owner
 from metalog.cli import main as cli_main
 
-BACKOFF_MS = 10
+BACKOFF_MS = 2
 
 
 def _with(extra: Mapping[str, Any]) -> Callable[[dict[str, Any]], Producer]:

@@ -11,9 +11,10 @@ verifying after it.
 """
 
 import hashlib
+import os
 from collections.abc import Iterable
 
-from events.codec import codec
+from events.codec import codec, remember_encoding
 from events.errors import ChainBroken, DecodeError
 from events.event import Event
 from events.schema_store import SchemaVersion
@@ -40,9 +41,30 @@ def event_hash(prev_hash: bytes, event: Event, schema: SchemaVersion | None = No
     return hashlib.sha256(prev_hash + canonical_body(event, schema)).digest()
 
 
+_PLACEHOLDER = os.urandom(32)
+"""Stands in for the hash in the one Avro write that gives the canonical body and the record."""
+
+
 def seal(event: Event) -> Event:
-    """A copy of `event` with `hash` computed from its `prev_hash` under the current schema."""
-    return event.model_copy(update={"hash": event_hash(event.prev_hash, event)})
+    """A copy of `event` with `hash` computed from its `prev_hash` under the current schema.
+
+    One Avro write serves twice: the body is written with a 32-byte placeholder
+    hash, the canonical body is that with the field emptied, and the record's
+    bytes (the placeholder replaced by the hash) go to `encode_event`.
+    """
+    event_codec = codec("event")
+    avro = event_codec.model_to_avro(event)
+    avro["hash"] = _PLACEHOLDER
+    body = event_codec.body(avro)
+    at = body.find(_PLACEHOLDER)
+    # Avro bytes: zigzag length (32 -> 0x40, 0 -> 0x00), then the bytes.
+    if at < 1 or body[at - 1] != 0x40 or body.find(_PLACEHOLDER, at + 1) >= 0:
+        return event.model_copy(update={"hash": event_hash(event.prev_hash, event)})
+    end = at + len(_PLACEHOLDER)
+    digest = hashlib.sha256(event.prev_hash + body[: at - 1] + b"\x00" + body[end:]).digest()
+    sealed = event.model_copy(update={"hash": digest})
+    remember_encoding(sealed, event_codec.current.header + body[:at] + digest + body[end:])
+    return sealed
 
 
 def verify_chain(events: Iterable[Event], prev_hash: bytes = GENESIS_HASH) -> None:

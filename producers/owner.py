@@ -169,9 +169,11 @@ class PartitionOwner:
                 "acks": "all",
                 "linger.ms": 1,
                 "partitioner": "murmur2_random",
-                # librdkafka backs off 100 ms on CONCURRENT_TRANSACTIONS after each commit;
-                # the Java client uses 20 ms (KAFKA-5477). Measured 1.6-2.4x in bench.leader.
-                "retry.backoff.ms": 10,
+                # After a commit the coordinator still writes its markers, and the next
+                # batch's AddPartitionsToTxn is answered CONCURRENT_TRANSACTIONS: librdkafka
+                # retries after retry.backoff.ms (default 100, doubling; the Java client
+                # waits 20 ms, KAFKA-5477). 2 ms: see BENCHMARKS.md, "Leader".
+                "retry.backoff.ms": 2,
             }
         )
         try:

@@ -10,6 +10,7 @@ from events import (
     ChainBroken,
     Event,
     canonical_body,
+    chain,
     default_store,
     encode_event,
     event_hash,
@@ -17,7 +18,7 @@ from events import (
     verify_chain,
     verify_encoded_chain,
 )
-from events.codec import codec
+from events.codec import codec, decode_event
 
 
 def _chain(length: int = 6) -> list[Event]:
@@ -36,6 +37,20 @@ def test_hash_is_sha256_of_prev_and_canonical_body() -> None:
     assert body == canonical_body(event.model_copy(update={"hash": b"\x09" * 32}))
     assert event.hash == hashlib.sha256(GENESIS_HASH + body).digest()
     assert event_hash(GENESIS_HASH, event) == event.hash
+
+
+@pytest.mark.parametrize(
+    "prev_hash", [GENESIS_HASH, chain._PLACEHOLDER], ids=["one-write", "fallback"]
+)
+def test_sealing_gives_the_same_hash_and_bytes_as_encoding_afresh(prev_hash: bytes) -> None:
+    # A prev_hash equal to the placeholder makes it ambiguous: seal falls back to two writes.
+    intents = samples.INTENTS[:4]
+    for position, intent in enumerate(intents, start=1):
+        event = seal(samples.sample_event(intent, resource_version=position, prev_hash=prev_hash))
+        fresh = event.model_copy()  # another object: encoded from scratch
+        assert event.hash == hashlib.sha256(prev_hash + canonical_body(event)).digest()
+        assert encode_event(event) == encode_event(fresh)
+        assert decode_event(encode_event(event)) == event
 
 
 def test_a_sealed_chain_verifies() -> None:
