@@ -8,17 +8,15 @@ Run with ``python -m bench.leader`` (see ``--help``). In one bounded run it:
    temporary data directory;
 2. creates one table per client (plus a pool for the open-loop phase) in
    catalog ``bench`` through one ``MetadataClient``;
-3. for each leader system, starts a ``metalog leader`` subprocess and runs
-   closed-loop client threads, each sending ``alter_table(...,
-   expected_version=v)`` on its own table (every command is accepted), at
-   each client count, then offers a fixed rate (default 1,000 commands/s)
-   open loop; ``leader`` is the leader as shipped, ``tuned`` the same with
-   ``retry.backoff.ms=10`` on its transactional producer
-   (``bench.leader_variant``);
+3. starts a ``metalog leader`` subprocess (as deployed) and warms the broker
+   up with unmeasured leader traffic at the largest client count (a cold
+   broker spends most of its CPU compiling: per command it cost 2-3x more in
+   the first 30 s); then runs closed-loop client threads, each sending
+   ``alter_table(..., expected_version=v)`` on its own table (every command is
+   accepted), at each client count, then offers fixed rates open loop;
 4. runs the limit at the same client counts: the same encoded event + reply
-   bytes committed with raw transactional produce, batched like the leader
-   (``bench.leader_raw``), with the leader's producer settings (``raw``) and
-   with ``retry.backoff.ms=10`` (``rawtuned``);
+   bytes committed with raw transactional produce, batched like the leader,
+   with the leader's producer settings (``bench.leader_raw``);
 5. runs etcd compare-and-put transactions of a value of the event's size,
    one key per client thread (``bench.leader_etcd``);
 6. stops everything and prints a markdown table for BENCHMARKS.md.
@@ -45,7 +43,6 @@ from pathlib import Path
 from bench.leader_etcd import EtcdKey, EtcdServer, ensure_etcd
 from bench.leader_load import Op, Result, closed_loop, open_loop
 from bench.leader_raw import RawCommitter
-from bench.leader_variant import BACKOFF_MS, VARIANTS
 from bench.ports import free_port_pair
 from events.codec import encode_event, encode_reply
 from events.replies import Committed
@@ -78,20 +75,10 @@ def _log(message: str) -> None:
 
 
 @contextmanager
-def leader_process(
-    bootstrap: str, topics: Topics, log_file: Path, variant: str = "leader"
-) -> Iterator[int]:
-    """A ``metalog leader`` subprocess (its own interpreter, as deployed); yields its pid.
-
-    ``variant`` ``leader`` runs the leader as shipped; any other name runs it
-    through ``bench.leader_variant`` with that tweak.
-    """
-    args = ["leader", "--bootstrap", bootstrap, "--prefix", topics.prefix,
-            "--group", "bench-leaders"]  # fmt: skip
-    if variant == "leader":
-        command = [sys.executable, "-m", "metalog.cli", *args]
-    else:
-        command = [sys.executable, "-m", "bench.leader_variant", variant, "--", *args[1:]]
+def leader_process(bootstrap: str, topics: Topics, log_file: Path) -> Iterator[int]:
+    """A ``metalog leader`` subprocess (its own interpreter, as deployed); yields its pid."""
+    command = [sys.executable, "-m", "metalog.cli", "leader", "--bootstrap", bootstrap,
+               "--prefix", topics.prefix, "--group", "bench-leaders"]  # fmt: skip
     with log_file.open("ab") as log:
         process = subprocess.Popen(
             command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -201,19 +188,13 @@ def _alter_op(client: MetadataClient, table: Table) -> Op:
 
 
 SYSTEMS = {
-    "leader": "leader (as shipped)",
-    "tuned": f"leader, retry.backoff.ms={BACKOFF_MS}",
+    "leader": "leader",
     "raw": "raw Kafka txn (limit)",
-    "rawtuned": f"raw Kafka txn, retry.backoff.ms={BACKOFF_MS}",
-    "rawoffsets": f"raw Kafka txn + send_offsets, retry.backoff.ms={BACKOFF_MS}",
     "etcd": "etcd compare-and-put txn",
 }
-LEADERS = {"leader": "leader", "tuned": "backoff"}
-"""Leader systems → the ``leader_process`` variant that runs them."""
-RATIOS = (
-    ("leader", "raw"), ("tuned", "rawtuned"), ("tuned", "rawoffsets"), ("leader", "etcd"),
-    ("tuned", "etcd"),
-)  # fmt: skip
+RAW_SETTINGS = {"retry.backoff.ms": 2}
+"""The leader's producer settings that differ from librdkafka's defaults (producers.owner)."""
+RATIOS = (("leader", "raw"), ("leader", "etcd"))
 
 
 def _rates(text: str) -> list[float]:
@@ -239,7 +220,8 @@ def report(
         f"{datetime.now(UTC):%Y-%m-%d} · {platform.node()} · {os.cpu_count()} cores · "
         f"Python {platform.python_version()} · `python -m bench.leader "
         f"--clients {','.join(map(str, counts))} --duration {args.duration:g} "
-        f"--warmup {args.warmup:g} --rate {args.rate} --client-mode {args.client_mode} "
+        f"--warmup {args.warmup:g} --broker-warmup {args.broker_warmup:g} --rate {args.rate} "
+        f"--client-mode {args.client_mode} "
         f"--systems {','.join(systems)}` · 1-min load average before the run {load:.1f} · "
         f"event {event_bytes} B, reply {reply_bytes} B",
         "",
@@ -270,15 +252,22 @@ def report(
 
 
 def run_leader(
-    variant: str, bootstrap: str, topics: Topics, shared: MetadataClient, tables: list[Table],
+    bootstrap: str, topics: Topics, shared: MetadataClient, tables: list[Table],
     counts: list[int], args: argparse.Namespace, log_file: Path,
 ) -> tuple[dict[tuple[str, int], Result], list[Result]]:  # fmt: skip
     """Every leader phase (closed loop per client count, then open loop) on one leader process."""
     results: dict[tuple[str, int], Result] = {}
     opened: list[Result] = []
-    with leader_process(bootstrap, topics, log_file, LEADERS[variant]) as pid:
-        _log(f"{variant} leader: pid {pid}, log {log_file}")
+    variant = "leader"
+    with leader_process(bootstrap, topics, log_file) as pid:
+        _log(f"leader: pid {pid}, log {log_file}")
         until_served(shared, tables[0], log_file)
+        if args.broker_warmup > 0:
+            with ExitStack() as clients:
+                ops = leader_ops(bootstrap, topics, shared, tables[: max(counts)],
+                                 args.client_mode == "per-thread", clients)  # fmt: skip
+                warm = closed_loop("warm-up", ops, 0.0, args.broker_warmup)
+            _log(f"broker warm-up: {warm}")
         for n in counts:
             with ExitStack() as clients:
                 ops = leader_ops(bootstrap, topics, shared, tables[:n],
@@ -341,9 +330,11 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument(
         "--systems", default=",".join(SYSTEMS),
-        help=f"comma-separated subset of {','.join(SYSTEMS)} (default all; tuned and "
-        f"rawtuned add retry.backoff.ms={BACKOFF_MS} to the transactional producer, "
-        "see bench.leader_variant)",
+        help=f"comma-separated subset of {','.join(SYSTEMS)} (default all)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--broker-warmup", type=float, default=30.0,
+        help="unmeasured seconds of leader traffic that warm the broker up first (default 30)",
     )  # fmt: skip
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.clients.split(",") if n.strip()]
@@ -378,22 +369,18 @@ def main(argv: list[str] | None = None) -> int:
         partition = read_layout(bootstrap, topics).catalog_partition(CATALOG)
         event = encode_event(read_events(bootstrap, topics.events, partition)[-1])
         reply = encode_reply(sample)
-        for variant in (s for s in systems if s in LEADERS):
-            closed, opened = run_leader(
-                variant, bootstrap, topics, shared, tables, counts, args, log_file
+        if "leader" in systems:
+            results, open_results = run_leader(
+                bootstrap, topics, shared, tables, counts, args, log_file
             )
-            results |= closed
-            open_results += opened
-        for name in (s for s in systems if s.startswith("raw")):
-            extra: dict[str, str | int] = VARIANTS["backoff"] if name != "raw" else {}
+        if "raw" in systems:
             for n in counts:
                 with RawCommitter(
-                    bootstrap, RAW_EVENTS, RAW_REPLIES, event, reply, config=extra,
-                    offsets=name == "rawoffsets",
-                ) as raw:  # fmt: skip
-                    results[name, n] = closed_loop(name, [raw.command] * n, args.warmup,
-                                                   args.duration)  # fmt: skip
-                _log(f"{name} @{n}: {results[name, n]} in {raw.transactions} transactions")
+                    bootstrap, RAW_EVENTS, RAW_REPLIES, event, reply, config=RAW_SETTINGS
+                ) as raw:
+                    results["raw", n] = closed_loop("raw", [raw.command] * n, args.warmup,
+                                                    args.duration)  # fmt: skip
+                _log(f"raw @{n}: {results['raw', n]} in {raw.transactions} transactions")
         if etcd_binary is not None:
             with EtcdServer(etcd_binary, root / "etcd", etcd_port):
                 _log(f"etcd on 127.0.0.1:{etcd_port}")

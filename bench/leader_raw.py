@@ -8,8 +8,7 @@ for it to be committed. The committer takes whatever requests have arrived
 ``begin_transaction`` → per request ``produce(event)`` to the events partition
 + ``produce(reply)`` to the replies topic → ``commit_transaction``, then wakes
 the batch's clients. Nothing is consumed, decided, decoded or encoded (the
-event and reply bytes are encoded once up front) and no consumer offsets are
-sent to the transaction (unless ``offsets``): that is what makes it the
+event and reply bytes are encoded once up front): that is what makes it the
 ceiling for the leader.
 """
 
@@ -18,10 +17,11 @@ from __future__ import annotations
 import queue
 import threading
 import uuid
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Self
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 
 class _Request:
@@ -43,15 +43,12 @@ class RawCommitter:
         reply: the encoded reply produced per request.
         partition: the events partition (the catalog's).
         batch_size: at most this many requests per transaction.
-        offsets: also call ``send_offsets_to_transaction`` once per batch, as the
-            leader does for the consumed commands (a consumer group of its own).
         config: extra producer settings (e.g. ``retry.backoff.ms``).
     """
 
     def __init__(
         self, bootstrap: str, events_topic: str, replies_topic: str, event: bytes, reply: bytes,
-        *, partition: int = 0, batch_size: int = 200, offsets: bool = False,
-        config: dict[str, str | int] | None = None,
+        *, partition: int = 0, batch_size: int = 200, config: Mapping[str, object] | None = None,
     ) -> None:  # fmt: skip
         self.events_topic = events_topic
         self.replies_topic = replies_topic
@@ -74,11 +71,6 @@ class RawCommitter:
             }
         )
         self._producer.init_transactions(30.0)
-        self._group: Consumer | None = None
-        if offsets:
-            self._group = Consumer(
-                {"bootstrap.servers": bootstrap, "group.id": f"bench-raw-{uuid.uuid4()}"}
-            )
         self._thread = threading.Thread(target=self._run, name="raw-committer", daemon=True)
 
     def __enter__(self) -> Self:
@@ -92,8 +84,6 @@ class RawCommitter:
         self._stop.set()
         self._thread.join(timeout=30.0)
         self._producer.flush(5.0)
-        if self._group is not None:
-            self._group.close()
 
     def command(self, timeout: float = 10.0) -> None:
         """One "command": wait until its event and reply are committed."""
@@ -106,8 +96,6 @@ class RawCommitter:
 
     def _run(self) -> None:
         producer = self._producer
-        group = self._group.consumer_group_metadata() if self._group is not None else None
-        offset = 0
         while not self._stop.is_set():
             try:
                 batch = [self._requests.get(timeout=0.05)]
@@ -124,10 +112,6 @@ class RawCommitter:
                 for _ in batch:
                     producer.produce(self.events_topic, self.event, partition=self.partition)
                     producer.produce(self.replies_topic, self.reply)
-                if group is not None:
-                    offset += len(batch)
-                    consumed = [TopicPartition(self.events_topic, self.partition, offset)]
-                    producer.send_offsets_to_transaction(consumed, group, 10.0)
                 producer.commit_transaction(10.0)
                 self.transactions += 1
             except Exception as exc:  # handed to the waiting clients

@@ -313,9 +313,11 @@ class MetadataClient:
             if self._closed.is_set():
                 raise LeaderUnavailable("this MetadataClient is closed: create a new one")
             layout = read_layout(self.bootstrap, self.topics)
+            # linger.ms=2: threads sharing a client send their commands in one request;
+            # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
             producer = Producer(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "linger.ms": 0}
+                 "linger.ms": 2}
             )  # fmt: skip
             consumer = Consumer(
                 {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
@@ -195,7 +196,7 @@ class Leader:
         for tp in partitions:
             owner = PartitionOwner(
                 self.bootstrap, self.topics, tp.partition, self.leader_id, self.options,
-                group_offset=lambda p=tp.partition: _group_offset(consumer, topic, p),
+                group_offset=functools.partial(_group_offset, consumer, topic, tp.partition),
             )  # fmt: skip
             owner.open()
             self._owners[tp.partition] = owner

@@ -79,7 +79,8 @@ def _commands_offset(message: Message) -> int | None:
     headers = message.headers()
     if not headers:
         return None
-    for key, value in headers:
+    pairs = headers.items() if isinstance(headers, dict) else headers
+    for key, value in pairs:
         if key == COMMANDS_OFFSET_HEADER and value is not None:
             return int(value)
     return None
