@@ -289,6 +289,8 @@ def _next_batch(consumer: Consumer, size: int) -> list[Message]:
 
 def _resolver(future: Future[Reply]) -> Callable[[Reply | BaseException], None]:
     def resolve(outcome: Reply | BaseException) -> None:
+        if future.done():  # a dropped batch is answered once, by whoever noticed first
+            return
         if isinstance(outcome, BaseException):
             future.set_exception(outcome)
         else:

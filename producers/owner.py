@@ -7,8 +7,7 @@ import os
 import signal
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from confluent_kafka import (
@@ -22,7 +21,8 @@ from confluent_kafka import (
 from events.codec import encode_event, encode_reply
 from events.commands import Command
 from events.replies import Rejected, Reply
-from events.topics import COMMANDS_OFFSET_HEADER, REASON_HEADER, SOURCE_HEADER, Topics
+from events.topics import REASON_HEADER, SOURCE_HEADER, Topics
+from producers.committer import Batch, GroupCommitter, Headers
 from producers.errors import CommandRejected, Fenced, TransactionFailed
 from producers.local import LocalCatalog, Stamp
 from producers.log import read_partition
@@ -53,26 +53,6 @@ class Input:
     on_reply: Callable[[Reply | BaseException], None] | None = None
 
 
-Headers = list[tuple[str, str | bytes | None]]
-
-
-@dataclass(slots=True)
-class _Batch:
-    """What one transaction writes; `consumed` is the next commands offset after it."""
-
-    consumed: int | None = None
-    records: list[tuple[str, bytes, bytes, Headers]] = field(default_factory=list)
-    replies: list[tuple[Input, Reply]] = field(default_factory=list)
-    last_event: int = -1
-
-    def mark_position(self) -> None:
-        """Record `consumed` on the batch's last event, if it has one."""
-        if self.consumed is not None and self.last_event >= 0:
-            topic, key, value, headers = self.records[self.last_event]
-            headers = [*headers, (COMMANDS_OFFSET_HEADER, str(self.consumed).encode())]
-            self.records[self.last_event] = (topic, key, value, headers)
-
-
 def stamp_now() -> Stamp:
     """A fresh event id and the wall-clock time: the leader is where time is read."""
     return Stamp(event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC))
@@ -99,9 +79,10 @@ class PartitionOwner:
     a batch that writes no event commits it to the consumer group
     (`send_offsets_to_transaction`). Serving resumes after the larger of the two.
 
-    Batches are pipelined: batch N+1 is decided (on top of N's uncommitted
-    state) while N commits in a background thread; commits stay in order, and
-    a failed commit discards everything decided after it (rebuild + rewind).
+    Deciding and committing overlap (`producers.committer`): while one
+    transaction commits, the commands decided meanwhile (on top of its
+    uncommitted state) wait to form the next; a failed commit drops them too,
+    and the owner rebuilds from the log and re-reads from `position`.
     """
 
     def __init__(
@@ -121,12 +102,16 @@ class PartitionOwner:
         self.options = options
         self.stamps = stamps
         self.catalogs: dict[str, LocalCatalog] = {}
-        self.position: int | None = None
-        """The next commands offset to serve: everything before it is committed."""
         self._group_offset = group_offset
         self._producer: Producer | None = None
-        self._committer = ThreadPoolExecutor(1, thread_name_prefix=f"metalog-commit-{partition}")
-        self._inflight: Future[None] | None = None
+        self._committer = GroupCommitter(
+            f"metalog-commit-{partition}", self._transact, options.batch_size
+        )
+
+    @property
+    def position(self) -> int | None:
+        """The next commands offset to serve: everything before it is committed."""
+        return self._committer.position
 
     # -- ownership ----------------------------------------------------------
 
@@ -141,8 +126,8 @@ class PartitionOwner:
                 catalog = self.catalogs[event.catalog] = self._catalog(event.catalog)
             catalog.restore(event)
         known = (read.commands_offset, self._group_offset(), self.position)
-        self.position = max((p for p in known if p is not None), default=None)
-        batch = _Batch()
+        self._committer.position = max((p for p in known if p is not None), default=None)
+        batch = Batch()
         for catalog in self.catalogs.values():
             catalog.elect(self.leader_id)
             self._drain(batch, catalog)
@@ -150,11 +135,8 @@ class PartitionOwner:
             self._transact(batch, group=None)
 
     def close(self) -> None:
-        """Let the batch in flight finish, then drop the producer."""
-        if self._inflight is not None:
-            self._inflight.exception()
-            self._inflight = None
-        self._committer.shutdown(wait=True)
+        """Commit what was decided, then drop the producer."""
+        self._committer.close()
         if self._producer is not None:
             self._producer.flush(1.0)
             self._producer = None
@@ -189,51 +171,40 @@ class PartitionOwner:
     def serve(
         self, inputs: Sequence[Input], consumed: int | None = None, group: object | None = None
     ) -> None:
-        """Decide every input, then commit them atomically after the batch in flight.
+        """Decide every input and queue them for the next transaction.
 
         Args:
             inputs: the commands, in order.
             consumed: the next commands offset after `inputs` (None for in-process ones).
-            group: the consumer group metadata, for a batch that writes no event.
+            group: the consumer group metadata, for a transaction that writes no event.
 
-        In-process callers are answered from the commit thread once their batch
-        is committed (or told it failed).
+        In-process callers are answered from the commit thread once their
+        transaction is committed (or told it failed).
 
         Raises:
             Fenced: another owner took the partition; this one must step down.
-            TransactionFailed: the batch in flight was not committed; state was
-                rebuilt from the log, `inputs` were dropped undecided-for-good,
-                and the caller must re-read from `position`.
+            TransactionFailed: a commit failed: state was rebuilt from the log,
+                everything decided after it (`inputs` too) was dropped, and the
+                caller must re-read the commands from `position`.
         """
-        batch = _Batch(consumed)
+        self.check()
+        batch = Batch(consumed)
         for item in inputs:
             self._decide(batch, item)
-        batch.mark_position()
-        self.settle()
-        if batch.records or batch.replies or consumed is not None:
-            self._inflight = self._committer.submit(self._commit, batch, group)
+        if not self._committer.add(batch, group):
+            self.check()
 
     def check(self) -> None:
-        """Settle the batch in flight if it is done (raising as `serve` does); never blocks."""
-        if self._inflight is not None and self._inflight.done():
-            self.settle()
-
-    def settle(self) -> None:
-        """Wait for the batch in flight; on failure recover (or step down) and raise."""
-        inflight, self._inflight = self._inflight, None
-        if inflight is None:
+        """Raise (as `serve` does) if a commit failed since the last call; never blocks."""
+        failure = self._committer.take_failure()
+        if failure is None:
             return
-        try:
-            inflight.result()
-        except Fenced:
-            self._producer = None
-            raise
-        except TransactionFailed:
-            self._producer = None
+        self._producer = None
+        if isinstance(failure, TransactionFailed):
             self.open()
-            raise
+        raise failure
 
-    def _decide(self, batch: _Batch, item: Input) -> None:
+    def _decide(self, batch: Batch, item: Input) -> None:
         command = item.command
         if command is None:
             self._poison(batch, item)
@@ -256,7 +227,7 @@ class PartitionOwner:
         self._drain(batch, catalog)
         self._reply(batch, item, command.reply_to, reply)
 
-    def _poison(self, batch: _Batch, item: Input) -> None:
+    def _poison(self, batch: Batch, item: Input) -> None:
         reason = item.problem or "unreadable command"
         if item.reply_to and item.command_id:
             reply = Rejected(
@@ -276,37 +247,22 @@ class PartitionOwner:
         # The log lives in Kafka: keep only the image and the dedupe window in memory.
         return LocalCatalog(name, self.stamps, keep_log=False)
 
-    def _drain(self, batch: _Batch, catalog: LocalCatalog) -> None:
+    def _drain(self, batch: Batch, catalog: LocalCatalog) -> None:
         for event in catalog.take_new_events():
             batch.last_event = len(batch.records)
             batch.records.append(
                 (self.topics.events, event.catalog.encode(), encode_event(event), [])
             )
 
-    def _reply(self, batch: _Batch, item: Input, reply_to: str | None, reply: Reply) -> None:
+    def _reply(self, batch: Batch, item: Input, reply_to: str | None, reply: Reply) -> None:
         batch.replies.append((item, reply))
         if reply_to:
             batch.records.append((self.topics.replies, reply_to.encode(), encode_reply(reply), []))
 
     # -- the commit thread ----------------------------------------------------
 
-    def _commit(self, batch: _Batch, group: object) -> None:
-        """Commit one batch, then answer its in-process callers (the commit thread)."""
-        try:
-            self._transact(batch, group)
-        except (Fenced, TransactionFailed) as exc:
-            failure = TransactionFailed(f"partition {self.partition}: batch not committed: {exc}")
-            for item, _ in batch.replies:
-                if item.on_reply is not None:
-                    item.on_reply(failure)
-            raise
-        if batch.consumed is not None:
-            self.position = batch.consumed
-        for item, reply in batch.replies:
-            if item.on_reply is not None:
-                item.on_reply(reply)
-
-    def _transact(self, batch: _Batch, group: object) -> None:
+    def _transact(self, batch: Batch, group: object) -> None:
+        """Commit one batch in one transaction (the commit thread, or `open`)."""
         producer = self._producer
         assert producer is not None, "serve() before open()"
         timeout = self.options.commit_timeout_s

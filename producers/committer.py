@@ -1,0 +1,161 @@
+"""Group commit: what a leader decided goes out in the next transaction, one at a time.
+
+The leader's thread decides commands and hands each batch to `GroupCommitter.add`;
+one commit thread takes everything added since its last commit and commits it
+as one Kafka transaction. While a transaction commits, the next one fills up,
+so batches grow with load and the leader never waits for the broker to decide.
+
+A failed commit drops everything added after it too (decided on top of state
+that never committed): the callers of both are told, and the leader takes the
+failure (`take_failure`), rebuilds its state from the log and re-reads the
+commands from its position.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from events.replies import Reply
+from events.topics import COMMANDS_OFFSET_HEADER
+from producers.errors import Fenced, TransactionFailed
+
+if TYPE_CHECKING:
+    from producers.owner import Input
+
+Headers = list[tuple[str, str | bytes | None]]
+Record = tuple[str, bytes, bytes, Headers]
+
+
+@dataclass(slots=True)
+class Batch:
+    """What one transaction writes; `consumed` is the next commands offset after it."""
+
+    consumed: int | None = None
+    records: list[Record] = field(default_factory=list)
+    replies: list[tuple[Input, Reply]] = field(default_factory=list)
+    last_event: int = -1
+    """Index in `records` of the last event, -1 when the batch has none."""
+
+    def extend(self, later: Batch) -> None:
+        """Append a batch decided after this one."""
+        if later.last_event >= 0:
+            self.last_event = len(self.records) + later.last_event
+        self.records += later.records
+        self.replies += later.replies
+        if later.consumed is not None:
+            self.consumed = later.consumed
+
+    def empty(self) -> bool:
+        """Nothing to write, answer or acknowledge."""
+        return not self.records and not self.replies and self.consumed is None
+
+    def mark_position(self) -> None:
+        """Record `consumed` on the batch's last event, if it has one."""
+        if self.consumed is not None and self.last_event >= 0:
+            topic, key, value, headers = self.records[self.last_event]
+            headers = [*headers, (COMMANDS_OFFSET_HEADER, str(self.consumed).encode())]
+            self.records[self.last_event] = (topic, key, value, headers)
+
+    def answer(self, outcome: Reply | BaseException | None = None) -> None:
+        """Answer the in-process callers: their replies, or `outcome` when it is an error."""
+        for item, reply in self.replies:
+            if item.on_reply is not None:
+                item.on_reply(reply if outcome is None else outcome)
+
+
+Transact = Callable[[Batch, object], None]
+"""Commits one batch in one transaction; raises `Fenced` or `TransactionFailed`."""
+
+
+class GroupCommitter:
+    """One commit thread per owned partition.
+
+    Args:
+        name: names the thread.
+        transact: commits one batch (the owner's producer).
+        limit: `add` waits while this many replies are waiting to commit.
+    """
+
+    def __init__(self, name: str, transact: Transact, limit: int) -> None:
+        self.position: int | None = None
+        """The next commands offset after the last committed batch."""
+        self._transact = transact
+        self._limit = limit
+        self._changed = threading.Condition()
+        self._pending = Batch()
+        self._group: object = None
+        self._failure: Fenced | TransactionFailed | None = None
+        self._busy = False
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def add(self, batch: Batch, group: object) -> bool:
+        """Queue a decided batch for the next transaction.
+
+        Returns:
+            False when a commit failed meanwhile: the batch was dropped and its
+            callers told; take the failure.
+        """
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._failure is not None or len(self._pending.replies) < self._limit
+            )
+            if self._failure is None:
+                self._pending.extend(batch)
+                if group is not None:
+                    self._group = group
+                self._changed.notify_all()
+                return True
+        batch.answer(_dropped(self._failure))
+        return False
+
+    def take_failure(self) -> Fenced | TransactionFailed | None:
+        """The failure of a commit, once; committing resumes with the next `add`."""
+        with self._changed:
+            failure, self._failure = self._failure, None
+            return failure
+
+    def close(self) -> None:
+        """Commit what was added, then stop the thread."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+        self._thread.join()
+
+    def _ready(self) -> bool:
+        return self._failure is None and not self._pending.empty()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._closed or self._ready())
+                if not self._ready():
+                    return
+                batch, self._pending = self._pending, Batch()
+                group, self._busy = self._group, True
+                self._changed.notify_all()
+            batch.mark_position()
+            try:
+                self._transact(batch, group)
+            except (Fenced, TransactionFailed) as exc:
+                with self._changed:
+                    dropped, self._pending = self._pending, Batch()
+                    self._failure, self._busy = exc, False
+                    self._changed.notify_all()
+                batch.answer(_dropped(exc))
+                dropped.answer(_dropped(exc))
+                continue
+            if batch.consumed is not None:
+                self.position = batch.consumed
+            batch.answer()
+            with self._changed:
+                self._busy = False
+                self._changed.notify_all()
+
+
+def _dropped(failure: BaseException) -> TransactionFailed:
+    return TransactionFailed(f"batch not committed: {failure}")
