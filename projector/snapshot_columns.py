@@ -33,7 +33,7 @@ from projector.packing import (
     PackedName,
     PackedRoute,
     built,
-    packed_info,
+    packed_infos,
     shared_column,
 )
 from projector.view import View
@@ -345,7 +345,7 @@ def _definitions(columns: dict[str, pa.Array]) -> list[Column]:
     ]
 
 
-def _infos(columns: dict[str, pa.Array], definitions: Sequence[Column]) -> list[Packed]:
+def _infos(columns: dict[str, pa.Array], definitions: Sequence[Column]) -> Sequence[Packed]:
     offsets, flat = _lists(columns["columns"])
     indexes = _ints(flat)
     if indexes and not 0 <= min(indexes) <= max(indexes) < len(definitions):
@@ -369,27 +369,27 @@ def _infos(columns: dict[str, pa.Array], definitions: Sequence[Column]) -> list[
         tuple(built(PartitionDef, p) for p in parts) if parts else ()
         for parts in columns["partitions"].to_pylist()
     ]
-    return [
-        packed_info({
+    return packed_infos(
+        {
             "type": "TableInfoValue", "table_id": table_id, "catalog": catalog,
             "schema_name": schema, "table_name": name, "columns": column_tuple,
             "primary_key": primary_key, "options": option, "partitions": partition,
             "version": version,
-        })
+        }
         for table_id, catalog, schema, name, column_tuple, primary_key, option, partition, version
         in zip(
             _ints(columns["table_id"]), _strings(columns["catalog"]),
             _strings(columns["schema_name"]), _strings(columns["table_name"]), column_tuples,
             primary_keys, option_dicts, partitions, _ints(columns["version"]), strict=True,
         )
-    ]  # fmt: skip
+    )  # fmt: skip
 
 
-def _names(columns: dict[str, pa.Array], _: Sequence[Column]) -> list[Packed]:
+def _names(columns: dict[str, pa.Array], _: Sequence[Column]) -> Sequence[Packed]:
     return list(map(PackedName, _ints(columns["table_id"])))
 
 
-def _routes(columns: dict[str, pa.Array], _: Sequence[Column]) -> list[Packed]:
+def _routes(columns: dict[str, pa.Array], _: Sequence[Column]) -> Sequence[Packed]:
     offsets, regions = _lists(columns["routes"])
     ids = _ints(regions.field("region_id"))
     leaders = _ints(regions.field("leader_datanode"))
@@ -405,7 +405,7 @@ def _routes(columns: dict[str, pa.Array], _: Sequence[Column]) -> list[Packed]:
     ]
 
 
-def _datanode_tables(columns: dict[str, pa.Array], _: Sequence[Column]) -> list[Packed]:
+def _datanode_tables(columns: dict[str, pa.Array], _: Sequence[Column]) -> Sequence[Packed]:
     offsets, flat = _lists(columns["regions"])
     regions = _ints(flat)
     return [
@@ -417,7 +417,7 @@ def _datanode_tables(columns: dict[str, pa.Array], _: Sequence[Column]) -> list[
     ]  # fmt: skip
 
 
-def _rules(columns: dict[str, pa.Array], _: Sequence[Column]) -> list[Packed]:
+def _rules(columns: dict[str, pa.Array], _: Sequence[Column]) -> Sequence[Packed]:
     fields = zip(
         *(columns[n].to_pylist() for n in ("rule_id", "rule_type", "labels", "ranges")), strict=True
     )
