@@ -2,7 +2,7 @@
 
 Run: `.venv/bin/python -m bench.follower` (uses `--bootstrap` if given, else
 starts its own broker on a temporary state directory and a free bench port,
-stopped at the end). Two phases (`--phases`):
+stopped at the end). Phases (`--phases`):
 
 - `propagation`: the "leader" is a child process producing `Generator`
   events in transactions at a steady rate ("leader ack" = its
@@ -14,6 +14,8 @@ stopped at the end). Two phases (`--phases`):
   its own peak RSS: full replay (which then writes a snapshot at the end of
   the log) and start from that snapshot. Then the raw decode rate of the
   same records (a sample, fetched first, timed alone).
+- `warm`: only the cold starts from a snapshot kept by an earlier run
+  (`--bootstrap`, `--log PREFIX`, `--snapshots DIR`), to repeat them.
 """
 
 from __future__ import annotations
@@ -176,15 +178,27 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
             print(f"| propagation at {rate}/s ({r['count']:,} commands, achieved "
                   f"{r['achieved']:.0f}/s, {r['per_txn']:.1f} per txn) | p50 {r['p50_ms']:.1f} ms, "
                   f"p99 {r['p99_ms']:.1f} ms (max {r['max_ms']:.1f}) |", flush=True)  # fmt: skip
-    if "cold" not in args.phases:
+    if "cold" not in args.phases and "warm" not in args.phases:
         return
-    check_against_generator()
-    begin = time.perf_counter()
-    topics = load_log(bootstrap, args.tables)
-    print(f"log of {args.tables:,} creates produced in {time.perf_counter() - begin:.0f} s",
-          flush=True)  # fmt: skip
+    if args.log is None:
+        check_against_generator()
+        begin = time.perf_counter()
+        topics = load_log(bootstrap, args.tables)
+        print(f"log {topics.prefix}: {args.tables:,} creates produced in "
+              f"{time.perf_counter() - begin:.0f} s", flush=True)  # fmt: skip
+    else:
+        topics = Topics(args.log)
+    with tempfile.TemporaryDirectory(prefix="metalog-bench-snap-") as tmp:
+        snaps = args.snapshots or tmp
+        _cold(bootstrap, topics, snaps, args)
+    if "cold" in args.phases:
+        decode = raw_decode(bootstrap, topics, min(args.tables, args.decode_sample))
+        print(f"| raw decode of the same records (decode_event) | {decode:,.0f} events/s |")
+
+
+def _cold(bootstrap: str, topics: Topics, snaps: str, args: argparse.Namespace) -> None:
     size = f"{args.tables:,} tables"
-    with tempfile.TemporaryDirectory(prefix="metalog-bench-snap-") as snaps:
+    if "cold" in args.phases:
         replay = _child("--cold", bootstrap, topics.prefix, snaps, str(args.tables))
         print(f"| cold start, full replay ({size}) | {replay['seconds']:.1f} s, "
               f"peak RSS {replay['rss_mb']:,.0f} MB |", flush=True)  # fmt: skip
@@ -192,13 +206,11 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
         print(f"| snapshot write ({size}) | {replay['snapshot_write_s']:.1f} s, size "
               f"{_size_mb(Path(snaps)):,.0f} MB, peak RSS {replay['rss_after_write_mb']:,.0f} MB |",
               flush=True)  # fmt: skip
-        for _ in range(args.warm_runs):
-            warm = _child("--cold", bootstrap, topics.prefix, snaps, str(args.tables))
-            print(f"| cold start from snapshot ({size}) | {warm['seconds']:.1f} s (snapshot load "
-                  f"{warm['snapshot_load_s']:.1f} s), peak RSS {warm['rss_mb']:,.0f} MB |",
-                  flush=True)  # fmt: skip
-    decode = raw_decode(bootstrap, topics, min(args.tables, args.decode_sample))
-    print(f"| raw decode of the same records (decode_event) | {decode:,.0f} events/s |")
+    for _ in range(args.warm_runs):
+        warm = _child("--cold", bootstrap, topics.prefix, snaps, str(args.tables))
+        print(f"| cold start from snapshot ({size}) | {warm['seconds']:.1f} s (snapshot load "
+              f"{warm['snapshot_load_s']:.1f} s), peak RSS {warm['rss_mb']:,.0f} MB |",
+              flush=True)  # fmt: skip
 
 
 def _size_mb(folder: Path) -> float:
@@ -209,13 +221,15 @@ def main() -> None:
     """Parse arguments; start a broker unless `--bootstrap` names one."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--phases", nargs="+", default=["propagation", "cold"],
-                        choices=["propagation", "cold"])  # fmt: skip
+                        choices=["propagation", "cold", "warm"])  # fmt: skip
     parser.add_argument("--rates", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--seconds", type=float, default=10.0, help="per propagation rate")
     parser.add_argument("--tables", type=int, default=1_000_000)
     parser.add_argument("--warm-runs", type=int, default=2, help="cold starts from the snapshot")
     parser.add_argument("--decode-sample", type=int, default=200_000)
     parser.add_argument("--bootstrap", default=None)
+    parser.add_argument("--log", default=None, help="reuse this prefix's log of --tables creates")
+    parser.add_argument("--snapshots", default=None, help="keep snapshots here (default: temp)")
     parser.add_argument("--cold", nargs=4, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--leader", nargs=4, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -87,9 +87,9 @@ def write_snapshot(directory: Path, image: Image, position: Position, keep: int 
     path = folder / f"{image.resource_version:020d}.parquet"
     tmp = path.with_suffix(f".parquet.tmp{os.getpid()}")
     schema = SCHEMA.with_metadata({_META_KEY: json.dumps(_meta(image, position)).encode()})
-    with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+    with _collector_paused(freeze=False), pq.ParquetWriter(tmp, schema, compression="zstd") as out:
         for batch in image_batches(image):
-            writer.write_batch(batch)
+            out.write_batch(batch)
     digest = _sha256(tmp)
     _fsync(tmp)
     tmp.replace(path)
@@ -122,7 +122,7 @@ def read_snapshot(path: Path) -> tuple[Image, Position]:
             "metalog version): skipped; delete it once a newer snapshot exists"
         )
     try:
-        with _collector_paused():
+        with _collector_paused(freeze=True):
             return _load(parquet, meta)
     except SnapshotError as exc:
         raise SnapshotError(f"{path}: does not load ({exc})") from exc
@@ -223,11 +223,15 @@ def _meta(image: Image, position: Position) -> dict[str, Any]:
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic GC while millions of acyclic objects are built; frozen afterwards.
+def _collector_paused(freeze: bool) -> Iterator[None]:
+    """No cyclic GC while millions of acyclic objects are built or listed.
 
-    Each generation-2 pass would walk everything loaded so far; the loaded
-    values are long-lived, so they are moved to the permanent generation.
+    With GC on, each generation-2 pass walks the whole heap (the image is
+    most of it), and bulk allocation triggers many: a write of 1M tables
+    took 127 s with GC on and 31 s paused (same load, BENCHMARKS.md). The pause is process-wide but bounded by the
+    load or write; a loaded image is long-lived, so `freeze` then moves it
+    to the permanent generation (later passes skip it; refcounting still
+    frees it).
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -236,7 +240,8 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-        gc.freeze()
+        if freeze:
+            gc.freeze()
 
 
 def _load(parquet: pq.ParquetFile, meta: dict[str, Any]) -> tuple[Image, Position]:
