@@ -228,10 +228,10 @@ def _collector_paused(freeze: bool) -> Iterator[None]:
 
     With GC on, each generation-2 pass walks the whole heap (the image is
     most of it), and bulk allocation triggers many: a write of 1M tables
-    took 127 s with GC on and 31 s paused (same load, BENCHMARKS.md). The pause is process-wide but bounded by the
-    load or write; a loaded image is long-lived, so `freeze` then moves it
-    to the permanent generation (later passes skip it; refcounting still
-    frees it).
+    took 127 s with GC on and 31 s paused (same load, BENCHMARKS.md). The
+    pause is process-wide but bounded by the load or write; a loaded image
+    is long-lived, so `freeze` then moves it to the permanent generation
+    (later passes skip it; refcounting still frees it).
     """
     enabled = gc.isenabled()
     gc.disable()
