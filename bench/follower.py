@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -128,13 +129,13 @@ def cold_start(bootstrap: str, prefix: str, snapshots: str, events: int) -> dict
     Without a snapshot in `snapshots` this is a full replay, and it writes one
     at the end of the log for the next start.
     """
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     follower = Follower(bootstrap, CATALOG, topics=Topics(prefix), snapshot_dir=snapshots)
     with follower:
         loaded = time.perf_counter() - start
         from_rv = follower.current().resource_version
         follower.wait_for(events, timeout=3600)
-        took = time.perf_counter() - start
+        took, cpu = time.perf_counter() - start, time.process_time() - cpu
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         written = 0.0
         if from_rv == 0:
@@ -143,7 +144,8 @@ def cold_start(bootstrap: str, prefix: str, snapshots: str, events: int) -> dict
             written = time.perf_counter() - begin
     return {"seconds": took, "snapshot_load_s": loaded, "from_rv": from_rv, "rss_mb": rss_mb,
             "rss_after_write_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "snapshot_write_s": written, "events_per_s": (events - from_rv) / took}  # fmt: skip
+            "snapshot_write_s": written, "cpu_s": cpu,
+            "events_per_s": (events - from_rv) / took}  # fmt: skip
 
 
 def raw_decode(bootstrap: str, topics: Topics, events: int) -> float:
@@ -174,10 +176,12 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
     """The chosen phases, printed as BENCHMARKS.md rows."""
     if "propagation" in args.phases:
         for rate in args.rates:
+            load = _load()
             r = propagation(bootstrap, rate, args.seconds)
             print(f"| propagation at {rate}/s ({r['count']:,} commands, achieved "
                   f"{r['achieved']:.0f}/s, {r['per_txn']:.1f} per txn) | p50 {r['p50_ms']:.1f} ms, "
-                  f"p99 {r['p99_ms']:.1f} ms (max {r['max_ms']:.1f}) |", flush=True)  # fmt: skip
+                  f"p99 {r['p99_ms']:.1f} ms (max {r['max_ms']:.1f}) | {load} |",
+                  flush=True)  # fmt: skip
     if "cold" not in args.phases and "warm" not in args.phases:
         return
     if args.log is None:
@@ -199,18 +203,26 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
 def _cold(bootstrap: str, topics: Topics, snaps: str, args: argparse.Namespace) -> None:
     size = f"{args.tables:,} tables"
     if "cold" in args.phases:
+        load = _load()
         replay = _child("--cold", bootstrap, topics.prefix, snaps, str(args.tables))
         print(f"| cold start, full replay ({size}) | {replay['seconds']:.1f} s, "
-              f"peak RSS {replay['rss_mb']:,.0f} MB |", flush=True)  # fmt: skip
+              f"peak RSS {replay['rss_mb']:,.0f} MB | {load} |", flush=True)  # fmt: skip
         print(f"| full replay through the follower | {replay['events_per_s']:,.0f} events/s |")
         print(f"| snapshot write ({size}) | {replay['snapshot_write_s']:.1f} s, size "
               f"{_size_mb(Path(snaps)):,.0f} MB, peak RSS {replay['rss_after_write_mb']:,.0f} MB |",
               flush=True)  # fmt: skip
     for _ in range(args.warm_runs):
+        load = _load()
         warm = _child("--cold", bootstrap, topics.prefix, snaps, str(args.tables))
         print(f"| cold start from snapshot ({size}) | {warm['seconds']:.1f} s (snapshot load "
-              f"{warm['snapshot_load_s']:.1f} s), peak RSS {warm['rss_mb']:,.0f} MB |",
+              f"{warm['snapshot_load_s']:.1f} s, CPU {warm['cpu_s']:.1f} s), peak RSS "
+              f"{warm['rss_mb']:,.0f} MB | {load} |",
               flush=True)  # fmt: skip
+
+
+def _load() -> str:
+    """The 1-minute load average now (the machine is shared: every row says how busy)."""
+    return f"load {os.getloadavg()[0]:.1f}"
 
 
 def _size_mb(folder: Path) -> float:
