@@ -2,11 +2,12 @@
 
 Layout: `{directory}/{catalog}/{resource_version:020d}.parquet` plus a
 `.sha256` file next to it (`sha256sum -c` format). The rows are the typed
-columnar layout of `projector.snapshot_columns` (format 2): one row per key,
-one Arrow column per value field, column definitions stored once; `published`
-is left out when it is the same view as `head` (auto mode); pending changes
-are Avro-encoded events. The image's scalar fields, the format number and the
-log position live in the Parquet schema metadata.
+columnar layout of `projector.snapshot_columns` (format 2; read back by
+`projector.snapshot_load`): one row per key, one Arrow column per value
+field, column definitions stored once; `published` is left out when it is
+the same view as `head` (auto mode); pending changes are Avro-encoded
+events. The image's scalar fields, the format number and the log position
+live in the Parquet schema metadata.
 
 Writes are atomic: a temporary file is written and fsynced, then renamed;
 the checksum file is written last, so a snapshot without one is incomplete
@@ -36,7 +37,8 @@ from immutables import Map
 from events.errors import DecodeError
 from projector.errors import SnapshotError
 from projector.image import Image
-from projector.snapshot_columns import FORMAT, SCHEMA, image_batches, load_views
+from projector.snapshot_columns import FORMAT, SCHEMA, image_batches
+from projector.snapshot_load import load_views
 
 log = logging.getLogger(__name__)
 
