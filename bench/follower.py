@@ -1,18 +1,28 @@
 """Follower benchmark: propagation latency, cold start (snapshot vs replay), replay vs decode.
 
-Run: `.venv/bin/python -m bench.follower` (uses `METALOG_BOOTSTRAP` if set,
-else starts its own broker on a temporary state directory and a free bench
-port, stopped at the end). Logs come from `bench.apply.Generator` (table
-creates with 8 columns, then alters/renames/attribute sets), produced with a
-transactional producer: "leader ack" is `commit_transaction` returning, as it
-is for the leader. Each cold start runs in a child process so its peak RSS
-is its own.
+Run: `.venv/bin/python -m bench.follower` (uses `--bootstrap` if given, else
+starts its own broker on a temporary state directory and a free bench port,
+stopped at the end). Phases (`--phases`):
+
+- `propagation`: the "leader" is a child process producing `Generator`
+  events in transactions at a steady rate ("leader ack" = its
+  `commit_transaction` returning); this process runs the follower and an
+  observer thread that notes when each resource_version is first visible.
+  Times are `time.monotonic()` (CLOCK_MONOTONIC, one clock for both processes).
+- `cold`: a log of `--tables` table creates (`bench.follower_log`, produced
+  in large transactions), then two cold starts, each in a child process with
+  its own peak RSS: full replay (which then writes a snapshot at the end of
+  the log) and start from that snapshot. Then the raw decode rate of the
+  same records (a sample, fetched first, timed alone).
+- `warm`: only the cold starts from a snapshot kept by an earlier run
+  (`--bootstrap`, `--log PREFIX`, `--snapshots DIR`), to repeat them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -27,6 +37,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from bench.apply import CATALOG, Generator
 from bench.baseline import BENCH_PORTS
+from bench.follower_log import check_against_generator, create_records, produce_log
 from bench.ports import free_port_pair
 from events.codec import decode_event, encode_event
 from events.topics import Topics
@@ -44,19 +55,40 @@ def _producer(bootstrap: str) -> Producer:
     return producer
 
 
-def propagation(bootstrap: str, rate: int, seconds: float) -> dict[str, float]:
-    """p50/p99 ms from commit ack to the follower's image, at `rate` commands/s.
+def leader(bootstrap: str, prefix: str, rate: int, seconds: float) -> dict[str, Any]:
+    """(In a child process) produce at `rate` commands/s; each command's ack time.
 
     Commands are due at a steady rate; each transaction holds every command
     due when it begins (the leader batches what is queued the same way).
     """
+    topics = Topics(prefix)
+    count = int(rate * seconds)
+    events = [encode_event(e) for e in Generator(max(1, count // 4)).events(count)]
+    producer = _producer(bootstrap)
+    acked: list[float] = []
+    start = time.monotonic()
+    sent = transactions = 0
+    while sent < count:
+        due = min(count, int((time.monotonic() - start) * rate) + 1)
+        if due <= sent:
+            time.sleep(max(0.0, start + sent / rate - time.monotonic()))
+            continue
+        producer.begin_transaction()
+        for data in events[sent:due]:
+            producer.produce(topics.events, key=CATALOG.encode(), value=data, partition=0)
+        producer.commit_transaction(30)
+        acked.extend([time.monotonic()] * (due - sent))
+        sent, transactions = due, transactions + 1
+    return {"acked": acked, "achieved": count / (time.monotonic() - start),
+            "per_txn": count / transactions}  # fmt: skip
+
+
+def propagation(bootstrap: str, rate: int, seconds: float) -> dict[str, float]:
+    """p50/p99 ms from the leader's commit ack to the follower's published image."""
     topics = Topics(f"bfol{uuid.uuid4().hex[:8]}")
     create_metalog_topics(bootstrap, topics.prefix, 1)
     count = int(rate * seconds)
-    events = [encode_event(e) for e in Generator(max(1, count // 4)).events(count)]
-    acked: dict[int, float] = {}
     seen: dict[int, float] = {}
-    producer = _producer(bootstrap)
     with Follower(bootstrap, CATALOG, topics=topics) as follower:
         follower.wait_caught_up(30)
         done = threading.Event()
@@ -65,67 +97,54 @@ def propagation(bootstrap: str, rate: int, seconds: float) -> dict[str, float]:
             image: Image | None = None
             while not done.is_set():
                 image = follower.next_image(image, 0.5) or image
-                now = time.perf_counter()
+                now = time.monotonic()
                 top = 0 if image is None else image.resource_version
                 for rv in range(len(seen) + 1, top + 1):
                     seen[rv] = now
 
         watcher = threading.Thread(target=observe)
         watcher.start()
-        start = time.perf_counter()
-        sent = transactions = 0
-        while sent < count:
-            due = min(count, int((time.perf_counter() - start) * rate) + 1)
-            if due <= sent:
-                time.sleep(max(0.0, start + sent / rate - time.perf_counter()))
-                continue
-            producer.begin_transaction()
-            for data in events[sent:due]:
-                producer.produce(topics.events, key=CATALOG.encode(), value=data, partition=0)
-            producer.commit_transaction(30)
-            now = time.perf_counter()
-            for rv in range(sent + 1, due + 1):
-                acked[rv] = now
-            sent, transactions = due, transactions + 1
+        result = _child("--leader", bootstrap, topics.prefix, str(rate), str(seconds))
         follower.wait_for(count, timeout=60)
         done.set()
         watcher.join()
-    achieved = count / (time.perf_counter() - start)
-    delays = sorted(max(0.0, seen[rv] - acked[rv]) * 1000 for rv in acked)
+    acked: list[float] = result["acked"]
+    delays = sorted(max(0.0, seen[rv] - at) * 1000 for rv, at in enumerate(acked, 1))
     p50, p99 = delays[len(delays) // 2], delays[int(len(delays) * 0.99)]
-    return {"rate": rate, "achieved": achieved, "per_txn": count / transactions,
-            "count": count, "p50_ms": p50, "p99_ms": p99}  # fmt: skip
+    return {"rate": rate, "achieved": result["achieved"], "per_txn": result["per_txn"],
+            "count": count, "p50_ms": p50, "p99_ms": p99, "max_ms": delays[-1]}  # fmt: skip
 
 
-def load_log(bootstrap: str, tables: int, events: int) -> Topics:
-    """A topic holding `events` events over `tables` tables, produced in 1,000-event txns."""
+def load_log(bootstrap: str, tables: int) -> Topics:
+    """A topic holding the creates of `tables` tables, produced in 10,000-event transactions."""
     topics = Topics(f"bfol{uuid.uuid4().hex[:8]}")
     create_metalog_topics(bootstrap, topics.prefix, 1)
-    producer = _producer(bootstrap)
-    producer.begin_transaction()
-    for n, event in enumerate(Generator(tables).events(events), 1):
-        producer.produce(topics.events, key=CATALOG.encode(), value=encode_event(event),
-                         partition=0)  # fmt: skip
-        if n % 1000 == 0:
-            producer.commit_transaction(60)
-            producer.begin_transaction()
-    producer.commit_transaction(60)
+    produce_log(bootstrap, topics, create_records(tables), per_txn=10_000)
     return topics
 
 
-def cold_start(bootstrap: str, prefix: str, snapshots: str | None, events: int) -> dict[str, Any]:
-    """(In a child process) start a follower, wait for the whole log; seconds and peak RSS."""
-    start = time.perf_counter()
+def cold_start(bootstrap: str, prefix: str, snapshots: str, events: int) -> dict[str, Any]:
+    """(In a child process) start a follower, wait for the whole log; seconds and peak RSS.
+
+    Without a snapshot in `snapshots` this is a full replay, and it writes one
+    at the end of the log for the next start.
+    """
+    start, cpu = time.perf_counter(), time.process_time()
     follower = Follower(bootstrap, CATALOG, topics=Topics(prefix), snapshot_dir=snapshots)
     with follower:
         loaded = time.perf_counter() - start
         from_rv = follower.current().resource_version
-        follower.wait_for(events, timeout=1800)
-        took = time.perf_counter() - start
-        if snapshots is not None and from_rv == 0:
+        follower.wait_for(events, timeout=3600)
+        took, cpu = time.perf_counter() - start, time.process_time() - cpu
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        written = 0.0
+        if from_rv == 0:
+            begin = time.perf_counter()
             follower.snapshot()
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            written = time.perf_counter() - begin
     return {"seconds": took, "snapshot_load_s": loaded, "from_rv": from_rv, "rss_mb": rss_mb,
+            "rss_after_write_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "snapshot_write_s": written, "cpu_s": cpu,
             "events_per_s": (events - from_rv) / took}  # fmt: skip
 
 
@@ -147,46 +166,92 @@ def raw_decode(bootstrap: str, topics: Topics, events: int) -> float:
 
 
 def _child(*args: str) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-m", "bench.follower", "--child", *args],
-                         check=True, capture_output=True, text=True, timeout=1800)  # fmt: skip
+    out = subprocess.run([sys.executable, "-m", "bench.follower", *args],
+                         check=True, capture_output=True, text=True, timeout=3600)  # fmt: skip
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
 
 def run(bootstrap: str, args: argparse.Namespace) -> None:
-    """Every measurement, printed as BENCHMARKS.md rows."""
-    for rate in args.rates:
-        r = propagation(bootstrap, rate, args.seconds)
-        print(f"| propagation at {rate}/s ({r['count']} commands, achieved "
-              f"{r['achieved']:.0f}/s, {r['per_txn']:.1f} per txn) | "
-              f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms |")  # fmt: skip
-    topics = load_log(bootstrap, args.tables, args.events)
-    with tempfile.TemporaryDirectory(prefix="metalog-bench-snap-") as snaps:
-        replay = _child(bootstrap, topics.prefix, snaps, str(args.events))
-        warm = _child(bootstrap, topics.prefix, snaps, str(args.events))
-    decode = raw_decode(bootstrap, topics, args.events)
-    size = f"{args.tables:,} tables, {args.events:,} events"
-    print(f"| cold start, full replay ({size}) | {replay['seconds']:.1f} s, "
-          f"peak RSS {replay['rss_mb']:,.0f} MB |")  # fmt: skip
-    print(f"| cold start from snapshot (same) | {warm['seconds']:.1f} s (snapshot load "
-          f"{warm['snapshot_load_s']:.1f} s), peak RSS {warm['rss_mb']:,.0f} MB |")  # fmt: skip
-    print(f"| full replay through the follower | {replay['events_per_s']:,.0f} events/s |")
-    print(f"| raw decode of the same records (decode_event) | {decode:,.0f} events/s |")
+    """The chosen phases, printed as BENCHMARKS.md rows."""
+    if "propagation" in args.phases:
+        for rate in args.rates:
+            load = _load()
+            r = propagation(bootstrap, rate, args.seconds)
+            print(f"| propagation at {rate}/s ({r['count']:,} commands, achieved "
+                  f"{r['achieved']:.0f}/s, {r['per_txn']:.1f} per txn) | p50 {r['p50_ms']:.1f} ms, "
+                  f"p99 {r['p99_ms']:.1f} ms (max {r['max_ms']:.1f}) | {load} |",
+                  flush=True)  # fmt: skip
+    if "cold" not in args.phases and "warm" not in args.phases:
+        return
+    if args.log is None:
+        check_against_generator()
+        begin = time.perf_counter()
+        topics = load_log(bootstrap, args.tables)
+        print(f"log {topics.prefix}: {args.tables:,} creates produced in "
+              f"{time.perf_counter() - begin:.0f} s", flush=True)  # fmt: skip
+    else:
+        topics = Topics(args.log)
+    with tempfile.TemporaryDirectory(prefix="metalog-bench-snap-") as tmp:
+        snaps = args.snapshots or tmp
+        _cold(bootstrap, topics, snaps, args)
+    if "cold" in args.phases:
+        decode = raw_decode(bootstrap, topics, min(args.tables, args.decode_sample))
+        print(f"| raw decode of the same records (decode_event) | {decode:,.0f} events/s |")
+
+
+def _cold(bootstrap: str, topics: Topics, snaps: str, args: argparse.Namespace) -> None:
+    size = f"{args.tables:,} tables"
+    if "cold" in args.phases:
+        load = _load()
+        replay = _child("--cold", bootstrap, topics.prefix, snaps, str(args.tables))
+        print(f"| cold start, full replay ({size}) | {replay['seconds']:.1f} s, "
+              f"peak RSS {replay['rss_mb']:,.0f} MB | {load} |", flush=True)  # fmt: skip
+        print(f"| full replay through the follower | {replay['events_per_s']:,.0f} events/s |")
+        print(f"| snapshot write ({size}) | {replay['snapshot_write_s']:.1f} s, size "
+              f"{_size_mb(Path(snaps)):,.0f} MB, peak RSS {replay['rss_after_write_mb']:,.0f} MB |",
+              flush=True)  # fmt: skip
+    for _ in range(args.warm_runs):
+        load = _load()
+        warm = _child("--cold", bootstrap, topics.prefix, snaps, str(args.tables))
+        print(f"| cold start from snapshot ({size}) | {warm['seconds']:.1f} s (snapshot load "
+              f"{warm['snapshot_load_s']:.1f} s, CPU {warm['cpu_s']:.1f} s), peak RSS "
+              f"{warm['rss_mb']:,.0f} MB | {load} |",
+              flush=True)  # fmt: skip
+
+
+def _load() -> str:
+    """The 1-minute load average now (the machine is shared: every row says how busy)."""
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def _size_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*.parquet")) / 1e6
 
 
 def main() -> None:
-    """Parse arguments; start a broker unless METALOG_BOOTSTRAP names one."""
+    """Parse arguments; start a broker unless `--bootstrap` names one."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--phases", nargs="+", default=["propagation", "cold"],
+                        choices=["propagation", "cold", "warm"])  # fmt: skip
     parser.add_argument("--rates", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--seconds", type=float, default=10.0, help="per propagation rate")
-    parser.add_argument("--tables", type=int, default=100_000)
-    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--tables", type=int, default=1_000_000)
+    parser.add_argument("--warm-runs", type=int, default=2, help="cold starts from the snapshot")
+    parser.add_argument("--decode-sample", type=int, default=200_000)
     parser.add_argument("--bootstrap", default=None)
-    parser.add_argument("--child", nargs=4, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--log", default=None, help="reuse this prefix's log of --tables creates")
+    parser.add_argument("--snapshots", default=None, help="keep snapshots here (default: temp)")
+    parser.add_argument("--cold", nargs=4, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--leader", nargs=4, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        bootstrap, prefix, snaps, events = args.child
+    if args.cold:
+        bootstrap, prefix, snaps, events = args.cold
         print(json.dumps(cold_start(bootstrap, prefix, snaps, int(events))))
+        return
+    if args.leader:
+        bootstrap, prefix, rate, seconds = args.leader
+        print(json.dumps(leader(bootstrap, prefix, int(rate), float(seconds))))
         return
     if args.bootstrap:
         run(args.bootstrap, args)

@@ -13,8 +13,11 @@ image stores instead:
 `unpack(pack(v)) == v` for every value; accessors unpack on read.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from events.values import (
     Column,
@@ -33,6 +36,7 @@ _POOL_LIMIT = 200_000
 _pool: dict[object, object] = {}
 
 _T = TypeVar("_T")
+_M = TypeVar("_M", bound=BaseModel)
 
 
 def _shared(value: _T) -> _T:
@@ -92,18 +96,57 @@ def _same_columns(value: TableInfoValue, previous: TableInfoValue) -> bool:
 def _info(fields: dict[str, object]) -> TableInfoValue:
     """`TableInfoValue.model_construct` without its per-field loop (the hot path of apply).
 
-    The fields come from a validated model, so nothing needs defaults or
-    checks; this sets exactly the four slots pydantic's own construct sets.
+    The fields come from a validated model (or a snapshot whose structure was
+    checked once), so nothing needs defaults or checks.
     """
-    info = TableInfoValue.__new__(TableInfoValue)
-    _set(info, "__dict__", fields)
-    _set(info, "__pydantic_fields_set__", _INFO_FIELDS_SET)
-    _set(info, "__pydantic_extra__", None)
-    _set(info, "__pydantic_private__", None)
-    return info
+    return built(TableInfoValue, fields, _INFO_FIELDS_SET)
 
 
 _set = object.__setattr__
+_FIELDS_SETS: dict[type[BaseModel], set[str]] = {}
+
+
+def built(model: type[_M], fields: dict[str, Any], fields_set: set[str] | None = None) -> _M:
+    """A frozen model holding `fields` (every field, in field order), without validation.
+
+    What `model_construct` does minus its per-field loop: exactly the four
+    slots pydantic sets. Only for fields known to be well-formed (a
+    validated model's, or a checked bulk load's).
+    """
+    if fields_set is None:
+        fields_set = _FIELDS_SETS.get(model)
+        if fields_set is None:
+            fields_set = _FIELDS_SETS[model] = set(model.model_fields)
+    instance = model.__new__(model)
+    _set(instance, "__dict__", fields)
+    _set(instance, "__pydantic_fields_set__", fields_set)
+    _set(instance, "__pydantic_extra__", None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
+
+
+def packed_infos(rows: Iterable[dict[str, object]]) -> list[TableInfoValue]:
+    """Packed infos from dicts of every `TableInfoValue` field, in field order, already shared.
+
+    For bulk loads (`projector.snapshot_columns`) whose values are known to be
+    well-formed: no validation, no copy of the dicts.
+    """
+    new = TableInfoValue.__new__
+    fields_set = _INFO_FIELDS_SET
+    out = []
+    for fields in rows:
+        info = new(TableInfoValue)
+        _set(info, "__dict__", fields)
+        _set(info, "__pydantic_fields_set__", fields_set)
+        _set(info, "__pydantic_extra__", None)
+        _set(info, "__pydantic_private__", None)
+        out.append(info)
+    return out
+
+
+def shared_column(column: Column) -> Column:
+    """The pooled column equal to `column` (what `pack` stores), so later PUTs share it."""
+    return _column(column)
 
 
 def _column(column: Column) -> Column:

@@ -1,26 +1,30 @@
 """Snapshots: an image and its log position as one Parquet file, so a follower starts fast.
 
 Layout: `{directory}/{catalog}/{resource_version:020d}.parquet` plus a
-`.sha256` file next to it (`sha256sum -c` format). Rows are
-`(section, key, value, epoch)`: section `head` / `published` holds a view's
-keys with the value record as JSON; `published` is left out when it is the
-same view as `head` (auto mode); section `pending` holds each pending change
-as its Avro-encoded event (`events.codec`) and its assigned epoch. The image's
-scalar fields and the log position live in the Parquet schema metadata.
+`.sha256` file next to it (`sha256sum -c` format). The rows are the typed
+columnar layout of `projector.snapshot_columns` (format 2; read back by
+`projector.snapshot_load`): one row per key, one Arrow column per value
+field, column definitions stored once; `published` is left out when it is
+the same view as `head` (auto mode); pending changes are Avro-encoded
+events. The image's scalar fields, the format number and the log position
+live in the Parquet schema metadata.
 
 Writes are atomic: a temporary file is written and fsynced, then renamed;
 the checksum file is written last, so a snapshot without one is incomplete
-and ignored. A snapshot whose checksum or contents do not verify is skipped
-with a warning and the next older one is tried.
+and ignored. A snapshot whose checksum, format or contents do not verify is
+skipped with a warning and the next older one is tried (format 1 snapshots,
+rows of JSON values, are refused as such).
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,32 +33,17 @@ from urllib.parse import quote
 import pyarrow as pa
 import pyarrow.parquet as pq
 from immutables import Map
-from pydantic import TypeAdapter, ValidationError
 
-from events.codec import decode_event, encode_event
 from events.errors import DecodeError
-from events.keys import DATANODE_TABLE, LABEL_RULE
-from events.values import KeyValue, LabelRuleValue
 from projector.errors import SnapshotError
-from projector.image import Image, PendingChange
-from projector.packing import Packed, pack, unpack
-from projector.view import View
+from projector.image import Image
+from projector.snapshot_columns import FORMAT, SCHEMA, image_batches
+from projector.snapshot_load import load_views
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
 _META_KEY = b"metalog.snapshot"
-_SCHEMA = pa.schema(
-    [
-        ("section", pa.dictionary(pa.int8(), pa.string())),
-        ("key", pa.string()),
-        ("value", pa.binary()),
-        ("epoch", pa.int64()),
-    ]
-)
-_VALUES: TypeAdapter[KeyValue] = TypeAdapter(KeyValue)
-_DN_PREFIX = DATANODE_TABLE + "/"
-_RULE_PREFIX = LABEL_RULE + "/"
+_ERRORS = (OSError, KeyError, ValueError, TypeError, IndexError, pa.ArrowException, DecodeError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +87,11 @@ def write_snapshot(directory: Path, image: Image, position: Position, keep: int 
     folder = catalog_dir(directory, image.catalog)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{image.resource_version:020d}.parquet"
-    table = _to_table(image, position)
     tmp = path.with_suffix(f".parquet.tmp{os.getpid()}")
-    pq.write_table(table, tmp, compression="zstd")
+    schema = SCHEMA.with_metadata({_META_KEY: json.dumps(_meta(image, position)).encode()})
+    with _collector_paused(freeze=False), pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+        for batch in image_batches(image):
+            out.write_batch(batch)
     digest = _sha256(tmp)
     _fsync(tmp)
     tmp.replace(path)
@@ -121,12 +112,23 @@ def read_snapshot(path: Path) -> tuple[Image, Position]:
     path = Path(path)
     _verify_checksum(path)
     try:
-        table = pq.read_table(path)
-        meta = json.loads(table.schema.metadata[_META_KEY])
-        if meta.get("format") != FORMAT:
-            raise SnapshotError(f"{path}: snapshot format {meta.get('format')} is not {FORMAT}")
-        return _from_table(table, meta)
-    except (OSError, KeyError, ValueError, TypeError, ValidationError, DecodeError) as exc:
+        parquet = pq.ParquetFile(path)
+        meta = json.loads((parquet.schema_arrow.metadata or {})[_META_KEY])
+    except _ERRORS as exc:
+        raise SnapshotError(
+            f"{path}: not a metalog snapshot ({type(exc).__name__}: {exc})"
+        ) from exc
+    if meta.get("format") != FORMAT:
+        raise SnapshotError(
+            f"{path}: snapshot format {meta.get('format')} is not {FORMAT} (written by another "
+            "metalog version): skipped; delete it once a newer snapshot exists"
+        )
+    try:
+        with _collector_paused(freeze=True):
+            return _load(parquet, meta)
+    except SnapshotError as exc:
+        raise SnapshotError(f"{path}: does not load ({exc})") from exc
+    except _ERRORS as exc:
         raise SnapshotError(f"{path}: does not load ({type(exc).__name__}: {exc})") from exc
 
 
@@ -206,20 +208,8 @@ def _write_atomic(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
-def _view_rows(section: str, view: View) -> Iterator[tuple[str, str, bytes, int | None]]:
-    for key, packed in view.values.items():
-        yield section, key, unpack(packed).model_dump_json().encode(), None
-
-
-def _to_table(image: Image, position: Position) -> pa.Table:
-    rows: list[tuple[str, str, bytes, int | None]] = list(_view_rows("head", image.head))
-    shared = image.published is image.head
-    if not shared:
-        rows.extend(_view_rows("published", image.published))
-    for rv, change in sorted(image.pending.items()):
-        rows.append(("pending", str(rv), encode_event(change.event), change.epoch))
-    columns = list(zip(*rows, strict=True)) if rows else [(), (), (), ()]
-    meta = {
+def _meta(image: Image, position: Position) -> dict[str, Any]:
+    return {
         "format": FORMAT,
         "catalog": image.catalog,
         "resource_version": image.resource_version,
@@ -229,31 +219,36 @@ def _to_table(image: Image, position: Position) -> pa.Table:
         "leader_epoch": image.leader_epoch,
         "last_hash": image.last_hash.hex(),
         "max_id": image.max_id,
-        "published_is_head": shared,
+        "published_is_head": image.published is image.head,
         "position": [position.topic, position.partition, position.next_offset],
     }
-    arrays = [
-        pa.array(list(col), type=field.type) for col, field in zip(columns, _SCHEMA, strict=True)
-    ]
-    schema = _SCHEMA.with_metadata({_META_KEY: json.dumps(meta).encode()})
-    return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _from_table(table: pa.Table, meta: dict[str, Any]) -> tuple[Image, Position]:
+@contextmanager
+def _collector_paused(freeze: bool) -> Iterator[None]:
+    """No cyclic GC while millions of acyclic objects are built or listed.
+
+    With GC on, each generation-2 pass walks the whole heap (the image is
+    most of it), and bulk allocation triggers many: a write of 1M tables
+    took 127 s with GC on and 31 s paused (same load, BENCHMARKS.md). The
+    pause is process-wide but bounded by the load or write; a loaded image
+    is long-lived, so `freeze` then moves it to the permanent generation
+    (later passes skip it; refcounting still frees it).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+        if freeze:
+            gc.freeze()
+
+
+def _load(parquet: pq.ParquetFile, meta: dict[str, Any]) -> tuple[Image, Position]:
     catalog: str = meta["catalog"]
-    sections = table.column("section").to_pylist()
-    keys = table.column("key").to_pylist()
-    values = table.column("value").to_pylist()
-    epochs = table.column("epoch").to_pylist()
-    by_section: dict[str, dict[str, Packed]] = {"head": {}, "published": {}}
-    pending: dict[int, PendingChange] = {}
-    for section, key, value, epoch in zip(sections, keys, values, epochs, strict=True):
-        if section == "pending":
-            pending[int(key)] = PendingChange(decode_event(value), epoch)
-        else:
-            by_section[section][key] = pack(_VALUES.validate_json(value))
-    head = _view(catalog, by_section["head"])
-    published = head if meta["published_is_head"] else _view(catalog, by_section["published"])
+    head, published, pending = load_views(parquet, catalog, bool(meta["published_is_head"]))
     by_table: dict[int, tuple[int, ...]] = {}
     for rv in sorted(pending):
         for table_id in dict.fromkeys(pending[rv].table_ids):
@@ -274,21 +269,3 @@ def _from_table(table: pa.Table, meta: dict[str, Any]) -> tuple[Image, Position]
     )
     topic, partition, next_offset = meta["position"]
     return image, Position(topic, int(partition), int(next_offset))
-
-
-def _view(catalog: str, values: dict[str, Packed]) -> View:
-    """A view with its indexes rebuilt from the keys (what `View.mutated` maintains)."""
-    datanodes: dict[int, dict[int, None]] = {}
-    rules: dict[str, LabelRuleValue] = {}
-    for key, packed in values.items():
-        if key.startswith(_DN_PREFIX):
-            datanode, table = key[len(_DN_PREFIX) :].split("/")
-            datanodes.setdefault(int(datanode), {})[int(table)] = None
-        elif key.startswith(_RULE_PREFIX) and isinstance(packed, LabelRuleValue):
-            rules[key[len(_RULE_PREFIX) :]] = packed
-    return View(
-        catalog,
-        Map(values),
-        Map({dn: Map(tables) for dn, tables in datanodes.items()}),
-        Map(rules),
-    )

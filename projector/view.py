@@ -44,6 +44,7 @@ from projector.packing import Packed, PackedDatanodeTable, PackedName, pack, unp
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
 _RULE_PREFIX = LABEL_RULE + "/"
 _REMOVED_INFO_PREFIX = removed(TABLE_INFO) + "/"
+_INDEXED_PREFIXES = (_DATANODE_PREFIX, _RULE_PREFIX)
 
 _EMPTY: Map[int, None] = Map()
 
@@ -63,6 +64,39 @@ class View:
     values: Map[str, Packed] = field(default_factory=Map)
     datanodes: Map[int, Map[int, None]] = field(default_factory=Map)
     rules: Map[str, LabelRuleValue] = field(default_factory=Map)
+
+    @classmethod
+    def from_values(
+        cls, catalog: str, values: Map[str, Packed], index_keys: Iterable[str] | None = None
+    ) -> "View":
+        """A view over `values` with the indexes `mutated` keeps, derived from the keys.
+
+        Args:
+            catalog: The catalog.
+            values: Every key and its packed value.
+            index_keys: The keys that may feed an index (`__dn_table/…`,
+                `__label_rule/…`), when the caller knows them (a snapshot load
+                does): saves a scan of every key. Default: scan `values`.
+        """
+        datanodes: dict[int, dict[int, None]] = {}
+        rules: dict[str, LabelRuleValue] = {}
+        candidates = values if index_keys is None else index_keys
+        indexed = [k for k in candidates if k.startswith(_INDEXED_PREFIXES)]
+        for datanode, table in map(_datanode_key, filter(_is_datanode_key, indexed)):
+            tables = datanodes.get(datanode)
+            if tables is None:
+                tables = datanodes[datanode] = {}
+            tables[table] = None
+        for key in indexed:
+            packed = values[key]
+            if isinstance(packed, LabelRuleValue) and key.startswith(_RULE_PREFIX):
+                rules[key[len(_RULE_PREFIX) :]] = packed
+        return cls(
+            catalog,
+            values,
+            Map({datanode: Map(tables) for datanode, tables in datanodes.items()}),
+            Map(rules),
+        )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, View):
@@ -186,10 +220,9 @@ class View:
             else:
                 values.pop(key, None)
             if key.startswith(_DATANODE_PREFIX):
-                datanode, table = key[len(_DATANODE_PREFIX) :].split("/")
                 if datanodes is None:
                     datanodes = self.datanodes.mutate()
-                _index(datanodes, int(datanode), int(table), put)
+                _index(datanodes, *_datanode_key(key), put)
             elif key.startswith(_RULE_PREFIX):
                 rule = key[len(_RULE_PREFIX) :]
                 if rules is None:
@@ -205,6 +238,16 @@ class View:
             self.datanodes if datanodes is None else datanodes.finish(),
             self.rules if rules is None else rules.finish(),
         )
+
+
+def _is_datanode_key(key: str) -> bool:
+    return key.startswith(_DATANODE_PREFIX)
+
+
+def _datanode_key(key: str) -> tuple[int, int]:
+    """(datanode id, table id) of a `__dn_table/{datanode}/{table}` key."""
+    datanode, table = key[len(_DATANODE_PREFIX) :].split("/")
+    return int(datanode), int(table)
 
 
 def _index(

@@ -1,0 +1,242 @@
+"""A snapshot's typed columnar layout (format 2): the schema, and an image as Arrow record batches.
+
+One row per key, one typed column per value field (`SCHEMA`); a row's `kind`
+says which columns it uses, the others are null. Every record batch (and
+Parquet row group) holds one `(section, kind)`. Column definitions are stored
+once, as `kind = column` rows written first, and table infos hold their
+indexes (`columns: list<int32>`), as `projector.packing` shares them in
+memory. Pending changes stay Avro-encoded events (they are few).
+
+`projector.snapshot_load` reads it back. The file's checksum
+(`projector.snapshot`) vouches for the bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from events.codec import encode_event
+from events.values import LabelRuleValue, TableInfoValue
+from projector.image import Image
+from projector.packing import (
+    PackedDatanodeTable,
+    PackedName,
+    PackedRoute,
+)
+from projector.view import View
+
+FORMAT = 2
+"""Bumped whenever the layout changes; other formats are refused, never misread."""
+
+HEAD, PUBLISHED, PENDING, DEFINITIONS = range(4)
+"""Sections: the head view, the published view (only when it differs), pending, columns."""
+COLUMN, INFO, NAME, ROUTE, DATANODE_TABLE, RULE, CHANGE = range(7)
+"""Kinds of rows."""
+
+CHUNK = 65_536
+"""Rows per record batch (and Parquet row group)."""
+
+_str = pa.string()
+_PAIR = pa.struct([("key", _str), ("value", _str)])
+SCHEMA = pa.schema(
+    [
+        ("section", pa.int8()),
+        ("kind", pa.int8()),
+        ("key", _str),
+        ("table_id", pa.int64()),
+        ("version", pa.int64()),
+        ("catalog", pa.dictionary(pa.int32(), _str)),
+        ("schema_name", pa.dictionary(pa.int32(), _str)),
+        ("table_name", _str),
+        ("columns", pa.list_(pa.int32())),
+        ("primary_key", pa.list_(_str)),
+        ("options", pa.map_(_str, _str)),
+        ("partitions", pa.list_(pa.struct([("partition_id", pa.int64()), ("name", _str)]))),
+        ("column_name", _str),
+        ("data_type", _str),
+        ("nullable", pa.bool_()),
+        ("default_value", _str),
+        (
+            "routes",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("region_id", pa.int64()),
+                        ("leader_datanode", pa.int64()),
+                        ("follower_datanodes", pa.list_(pa.int64())),
+                    ]
+                )
+            ),
+        ),
+        ("datanode_id", pa.int64()),
+        ("regions", pa.list_(pa.int64())),
+        ("rule_id", _str),
+        ("rule_type", _str),
+        ("labels", pa.list_(_PAIR)),
+        ("ranges", pa.list_(pa.struct([("start_key", _str), ("end_key", _str)]))),
+        ("event", pa.binary()),
+        ("epoch", pa.int64()),
+    ]
+)
+
+NEEDS: dict[int, tuple[str, ...]] = {
+    COLUMN: ("column_name", "data_type", "nullable"),
+    INFO: (
+        "key",
+        "table_id",
+        "version",
+        "catalog",
+        "schema_name",
+        "table_name",
+        "columns",
+        "primary_key",
+        "options",
+        "partitions",
+    ),
+    NAME: ("key", "table_id"),
+    ROUTE: ("key", "table_id", "routes"),
+    DATANODE_TABLE: ("key", "table_id", "version", "datanode_id", "regions"),
+    RULE: ("key", "rule_id", "rule_type", "labels", "ranges"),
+    CHANGE: ("key", "event", "epoch"),
+}
+"""The columns each kind reads; they must hold no nulls."""
+OPTIONAL: dict[int, tuple[str, ...]] = {COLUMN: ("default_value",)}
+
+
+# -- writing -------------------------------------------------------------------
+
+
+def image_batches(image: Image) -> Iterator[pa.RecordBatch]:
+    """The image's rows, column definitions first, in record batches of one kind each."""
+    views = [(HEAD, image.head)]
+    if image.published is not image.head:
+        views.append((PUBLISHED, image.published))
+    grouped = [(section, _by_kind(view)) for section, view in views]
+    definitions: dict[tuple[str, str, bool, str | None], int] = {}
+    by_id: dict[int, int] = {}
+    info_rows = [
+        (section, _info_columns(kinds[INFO], definitions, by_id)) for section, kinds in grouped
+    ]
+    yield from _batches(
+        DEFINITIONS,
+        COLUMN,
+        {
+            name: [spec[i] for spec in definitions]
+            for i, name in enumerate(("column_name", "data_type", "nullable", "default_value"))
+        },
+    )
+    for (section, kinds), (_, info_columns) in zip(grouped, info_rows, strict=True):
+        yield from _batches(section, INFO, info_columns)
+        yield from _batches(section, NAME, _name_columns(kinds[NAME]))
+        yield from _batches(section, ROUTE, _route_columns(kinds[ROUTE]))
+        yield from _batches(section, DATANODE_TABLE, _datanode_columns(kinds[DATANODE_TABLE]))
+        yield from _batches(section, RULE, _rule_columns(kinds[RULE]))
+    changes = sorted(image.pending.items())
+    yield from _batches(
+        PENDING,
+        CHANGE,
+        {
+            "key": [str(rv) for rv, _ in changes],
+            "event": [encode_event(change.event) for _, change in changes],
+            "epoch": [change.epoch for _, change in changes],
+        },
+    )
+
+
+Rows = list[tuple[str, Any]]
+
+
+def _by_kind(view: View) -> dict[int, Rows]:
+    kinds: dict[int, Rows] = {INFO: [], NAME: [], ROUTE: [], DATANODE_TABLE: [], RULE: []}
+    kind_of = {
+        TableInfoValue: INFO,
+        PackedName: NAME,
+        PackedRoute: ROUTE,
+        PackedDatanodeTable: DATANODE_TABLE,
+        LabelRuleValue: RULE,
+    }
+    for key, packed in view.values.items():
+        kinds[kind_of[type(packed)]].append((key, packed))
+    return kinds
+
+
+def _info_columns(
+    rows: Rows, definitions: dict[tuple[str, str, bool, str | None], int], by_id: dict[int, int]
+) -> dict[str, list[Any]]:
+    columns: list[list[int]] = []
+    for _, info in rows:
+        indexes = []
+        for column in info.columns:
+            index = by_id.get(id(column))
+            if index is None:
+                spec = (column.name, column.data_type, column.nullable, column.default_value)
+                index = by_id[id(column)] = definitions.setdefault(spec, len(definitions))
+            indexes.append(index)
+        columns.append(indexes)
+    infos = [info for _, info in rows]
+    return {
+        "key": [key for key, _ in rows],
+        "table_id": [i.table_id for i in infos],
+        "version": [i.version for i in infos],
+        "catalog": [i.catalog for i in infos],
+        "schema_name": [i.schema_name for i in infos],
+        "table_name": [i.table_name for i in infos],
+        "columns": columns,
+        "primary_key": [i.primary_key for i in infos],
+        "options": [list(i.options.items()) for i in infos],
+        "partitions": [[(p.partition_id, p.name) for p in i.partitions] for i in infos],
+    }
+
+
+def _name_columns(rows: Rows) -> dict[str, list[Any]]:
+    return {"key": [k for k, _ in rows], "table_id": [v.table_id for _, v in rows]}
+
+
+def _route_columns(rows: Rows) -> dict[str, list[Any]]:
+    return {
+        "key": [k for k, _ in rows],
+        "table_id": [v.table_id for _, v in rows],
+        "routes": [list(v.routes) for _, v in rows],
+    }
+
+
+def _datanode_columns(rows: Rows) -> dict[str, list[Any]]:
+    values = [v for _, v in rows]
+    return {
+        "key": [k for k, _ in rows],
+        "table_id": [v.table_id for v in values],
+        "version": [v.version for v in values],
+        "datanode_id": [v.datanode_id for v in values],
+        "regions": [v.regions for v in values],
+    }
+
+
+def _rule_columns(rows: Rows) -> dict[str, list[Any]]:
+    values = [v for _, v in rows]
+    return {
+        "key": [k for k, _ in rows],
+        "rule_id": [v.rule_id for v in values],
+        "rule_type": [v.rule_type for v in values],
+        "labels": [[(x.key, x.value) for x in v.labels] for v in values],
+        "ranges": [[(r.start_key, r.end_key) for r in v.ranges] for v in values],
+    }
+
+
+def _batches(section: int, kind: int, columns: dict[str, list[Any]]) -> Iterator[pa.RecordBatch]:
+    rows = len(next(iter(columns.values())))
+    for start in range(0, rows, CHUNK):
+        n = min(CHUNK, rows - start)
+        arrays = []
+        for field in SCHEMA:
+            if field.name == "section":
+                arrays.append(pa.array([section] * n, pa.int8()))
+            elif field.name == "kind":
+                arrays.append(pa.array([kind] * n, pa.int8()))
+            elif field.name in columns:
+                arrays.append(pa.array(columns[field.name][start : start + n], field.type))
+            else:
+                arrays.append(pa.nulls(n, field.type))
+        yield pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)

@@ -1,0 +1,160 @@
+"""The columnar snapshot layout (format 2): exact round trip, structure checks, old formats."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from events.changes import Mutation, MutationOp
+from events.commands import DropTable
+from events.values import LabelRuleValue, PartitionDef, TableInfoValue
+from producers.local import LocalCatalog
+from projector.apply import replay
+from projector.errors import SnapshotError
+from projector.image import Image
+from projector.snapshot import Position, load_newest, read_snapshot, write_snapshot
+from projector.snapshot_columns import CHUNK, FORMAT, INFO, SCHEMA, image_batches
+from projector.view import View
+from tests.domain.builders import command
+from tests.follower.workload import CATALOG, explicit_log, random_log
+
+POSITION = Position("t.events", 0, 42)
+
+
+def _same_view(loaded: View, replayed: View) -> None:
+    """Equal keys and values, equal indexes, and each value of the same type and fields."""
+    assert loaded == replayed
+    assert loaded.datanodes == replayed.datanodes and loaded.rules == replayed.rules
+    for key, value in replayed.values.items():
+        got = loaded.values[key]
+        assert type(got) is type(value), key
+        if isinstance(value, TableInfoValue | LabelRuleValue):
+            assert got.model_dump() == value.model_dump(), key
+
+
+@pytest.mark.parametrize(
+    ("make", "rich"),
+    [(lambda: _with_a_dropped_table(random_log(120, seed=5)), True), (explicit_log, False)],
+)
+def test_the_columnar_round_trip_equals_full_replay_value_by_value(
+    tmp_path: Path, make: object, rich: bool
+) -> None:
+    catalog = make()  # type: ignore[operator]
+    replayed = replay(Image.empty(CATALOG), catalog.events)
+    image, position = read_snapshot(write_snapshot(tmp_path, catalog.image, POSITION))
+    assert image == replayed and position == POSITION
+    _same_view(image.head, replayed.head)
+    _same_view(image.published, replayed.published)
+    assert (image.published is image.head) == (replayed.published is replayed.head)
+    assert image.pending == replayed.pending and image.pending_by_table == replayed.pending_by_table
+    if rich:  # the random workload covers options, label rules and removed tables
+        infos = [v for v in image.head.values.values() if isinstance(v, TableInfoValue)]
+        assert any(v.options for v in infos) and image.head.rules
+        assert any(k.startswith("__removed-") for k in image.head.values)
+
+
+def test_tables_with_partitions_defaults_and_many_chunks_round_trip(tmp_path: Path) -> None:
+    catalog = random_log(10, seed=8)
+    view = catalog.image.head
+    info = next(v for v in view.values.values() if isinstance(v, TableInfoValue))
+    columns = tuple(
+        c.model_copy(update={"default_value": f"d{i}"}) for i, c in enumerate(info.columns)
+    )
+    parts = (PartitionDef(partition_id=9001, name="p0"), PartitionDef(partition_id=9002, name="p1"))
+    bulk = {f"__table_info/{900_000 + n}": info.model_copy(update={
+        "table_id": 900_000 + n, "columns": columns, "partitions": parts,
+    }) for n in range(CHUNK + 5)}  # fmt: skip
+    head = view.mutated([])
+    for key, value in bulk.items():
+        head = head.mutated([_put(key, value)])
+    image = Image(catalog=CATALOG, head=head, published=head, resource_version=7)
+    batches = list(image_batches(image))
+    assert sum(b.num_rows for b in batches if b.column("kind")[0].as_py() == INFO) > CHUNK
+    loaded, _ = read_snapshot(write_snapshot(tmp_path, image, POSITION))
+    _same_view(loaded.head, head)
+
+
+def _with_a_dropped_table(catalog: LocalCatalog) -> LocalCatalog:
+    name = next(k for k in catalog.image.head.values if k.startswith("__table_name/"))
+    catalog.submit(command(DropTable, table_name=name.rsplit("/", 1)[1]))
+    return catalog
+
+
+def _put(key: str, value: TableInfoValue) -> Mutation:
+    return Mutation(key=key, op=MutationOp.PUT, value=value)
+
+
+def _rewrite(path: Path, table: pa.Table, row_group_size: int | None = 1 << 20) -> None:
+    """Replace a snapshot's contents and give it a matching checksum (a well-formed file).
+
+    `row_group_size=None` keeps a file written elsewhere (`path.with_suffix(".tmp")`) as is.
+    """
+    if row_group_size is None:
+        path.with_suffix(".tmp").replace(path)
+    else:
+        pq.write_table(table, path, row_group_size=row_group_size)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    path.with_suffix(".sha256").write_text(f"{digest}  {path.name}\n")
+
+
+def test_an_old_format_snapshot_is_skipped_with_a_warning_not_misread(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    catalog = random_log(20, seed=1)
+    older = write_snapshot(tmp_path, catalog.image, POSITION)
+    newer = older.with_name(f"{catalog.image.resource_version + 1:020d}.parquet")
+    meta = {"format": 1, "catalog": CATALOG}  # what format 1 held: rows of JSON values
+    old = pa.table({"section": ["head"], "key": ["k"], "value": [b"{}"], "epoch": [None]})
+    _rewrite(newer, old.replace_schema_metadata({b"metalog.snapshot": json.dumps(meta)}))
+    with pytest.raises(SnapshotError, match=f"format 1 is not {FORMAT}"):
+        read_snapshot(newer)
+    with caplog.at_level(logging.WARNING, logger="projector.snapshot"):
+        found = load_newest(tmp_path, CATALOG)
+    assert found is not None and found[1] == POSITION and found[0] == catalog.image
+    assert any("format 1" in r.getMessage() for r in caplog.records)
+    older.unlink()
+    assert load_newest(tmp_path, CATALOG) is None
+
+
+def _break_infos(path: Path, column: str, broken: Callable[[pa.Array], pa.Array]) -> None:
+    """Rewrite the snapshot with `column` of its info rows replaced; row groups as they were."""
+    source = pq.ParquetFile(path)
+    groups = [source.read_row_group(g) for g in range(source.num_row_groups)]
+    index = SCHEMA.get_field_index(column)
+    with pq.ParquetWriter(path.with_suffix(".tmp"), source.schema_arrow) as writer:
+        for group in groups:
+            if group.column("kind")[0].as_py() == INFO:
+                array = broken(group.column(column).combine_chunks())
+                group = group.set_column(index, SCHEMA.field(column), array)
+            writer.write_table(group)
+    _rewrite(path, pq.read_table(path.with_suffix(".tmp")), row_group_size=None)
+
+
+@pytest.mark.parametrize(
+    ("column", "broken", "message"),
+    [
+        ("columns", lambda a: pa.array([[10_000]] * len(a), a.type), "column index"),
+        ("table_id", lambda a: pa.nulls(len(a), a.type), "null"),
+    ],
+)
+def test_a_snapshot_that_breaks_the_layout_is_refused_even_with_a_good_checksum(
+    tmp_path: Path, column: str, broken: Callable[[pa.Array], pa.Array], message: str
+) -> None:
+    path = write_snapshot(tmp_path, random_log(20, seed=4).image, POSITION)
+    _break_infos(path, column, broken)
+    with pytest.raises(SnapshotError, match=message):
+        read_snapshot(path)
+
+
+def test_a_row_group_mixing_kinds_is_refused(tmp_path: Path) -> None:
+    path = write_snapshot(tmp_path, random_log(20, seed=4).image, POSITION)
+    _rewrite(path, pq.read_table(path))  # one row group of every kind
+    with pytest.raises(SnapshotError, match=r"does not hold one \(section, kind\)"):
+        read_snapshot(path)
