@@ -18,7 +18,7 @@ from streaming.projection import KAFKA_SCHEMA, BatchProjector, ProjectionConfig,
 from streaming.read import read_rows
 from streaming.tables import region_label_columns
 from tests.spark.expect import assert_projection_equals
-from tests.spark.workload import Workload, encoded
+from bench.workload import Workload, encoded
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -15,7 +15,7 @@ from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_rows
 from tests.fixtures.kafka import TopicSet
 from tests.spark.expect import assert_projection_equals, delta_values
-from tests.spark.workload import Workload, encoded, produce
+from bench.workload import Workload, encoded, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
