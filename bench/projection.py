@@ -25,6 +25,7 @@ Prints markdown tables for BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from collections.abc import Sequence
@@ -78,8 +79,15 @@ class Throughput:
     batch_s: float
 
 
+def _load() -> None:
+    """The load average right before a measured run (the machine is shared)."""
+    print("load average before the run: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()),
+          flush=True)
+
+
 def throughput(spark: SparkSession, job: str, config: ProjectionConfig) -> Throughput:
     """Run `job` over everything in the topic once, timing it."""
+    _load()
     began = time.perf_counter()
     query = start(spark, job, replace(config, once=True))
     query.awaitTermination()
@@ -117,6 +125,7 @@ def freshness(spark: SparkSession, job: str, config: ProjectionConfig,
               records: Sequence[tuple[str, bytes]], rvs: Sequence[int], rate: float,
               produce_id: str, catch_up_s: float) -> Freshness:
     """Offer `records` at `rate` to a running `job` and measure each one's freshness."""
+    _load()
     query = start(spark, job, config)
     try:
         ready = time.time() + 60
