@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, Message, Producer
@@ -63,7 +63,7 @@ def produce_at_rate(bootstrap: str, topic: str, records: Sequence[tuple[str, byt
     producer.init_transactions(30)
     run = RateRun(offsets=[(-1, -1)] * len(records))
 
-    def delivered(index: int) -> object:
+    def delivered(index: int) -> Callable[..., None]:
         def callback(error: KafkaError | None, message: Message) -> None:
             if error is None:
                 run.offsets[index] = (int(message.partition() or 0), int(message.offset() or 0))
