@@ -185,6 +185,10 @@ def main() -> None:
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",") if r]
     skip = set(args.skip.split(","))
+    if "freshness" in skip:
+        rates = []
+    if "throughput" in skip:
+        args.events = 0
     needed = max([args.events] + [int(r * args.seconds) for r in rates])
     began = time.perf_counter()
     work = Workload([f"c{i}" for i in range(args.catalogs)], seed=1)
