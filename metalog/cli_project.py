@@ -25,6 +25,7 @@ def _project(args: argparse.Namespace) -> int:
         max_offsets_per_trigger=args.max_offsets_per_trigger,
         trigger_seconds=args.trigger_seconds,
         once=args.once,
+        write_threads=args.write_threads,
     )
     spark = spark_session(args.master, "metalog-projection")
     try:
@@ -59,6 +60,9 @@ def add_parser(subparsers: Any) -> None:
                         help="micro-batch interval of a continuous run")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
                         help="at most this many records per micro-batch (default: all)")
+    parser.add_argument("--write-threads", type=int, default=ProjectionConfig.write_threads,
+                        help="how many of a batch's Delta writes run at once (default: "
+                             "%(default)s)")
     parser.add_argument("--once", action="store_true",
                         help="project everything available now, then exit (availableNow)")
     parser.set_defaults(func=_project)

@@ -20,6 +20,12 @@ view has a declarative form that set operations can compute per batch:
 4. After-images. Per key, the applied mutation with the highest
    (epoch, resource_version) wins: PUT writes the row, DELETE removes it.
 
+Steps 1-3 run on a slim frame without the nested `mutations` (the wide part
+of a row); the few rows that survive (applied or still pending) take their
+mutations back by a broadcast join on their identity (`ROW_ID`), so no
+shuffle, sort or window ever carries a mutation value. Step 4 ranks the
+mutations' keys the same way and joins the winners' values back.
+
 State between batches: `catalog_state` (one row per catalog) and
 `pending_changes` (held and unpublished events, `sequenced` telling which).
 """
@@ -35,6 +41,13 @@ from streaming.decode import EVENT_COLUMNS
 
 STATE_COLUMNS = ("catalog", "resource_version", "stable_epoch", "leader_epoch", "publish_mode")
 PENDING_COLUMNS = (*EVENT_COLUMNS, "epoch", "sequenced")
+SLIM_COLUMNS = tuple(c for c in PENDING_COLUMNS if c != "mutations")
+ROW_ID = ("catalog", "resource_version", "partition", "offset", "priority")
+"""A candidate row's identity: `priority` 0 = from `pending_changes`, 1 = from the batch.
+
+Within the batch a Kafka position is unique; within `pending_changes` a
+(catalog, resource_version) is.
+"""
 
 
 @dataclass(frozen=True)
@@ -43,28 +56,20 @@ class FoldResult:
 
     Attributes:
         state: The new `catalog_state` rows of the catalogs that moved.
-        pending: The whole new `pending_changes` content.
-        mutations: The winning after-image per (catalog, key): `catalog`, `key`,
-            `op`, `value`, `schema_epoch` (the change's effective epoch) and
-            `resource_version`.
+        outcome: Every row that is applied or stays pending (`ROW_ID`,
+            `epoch`, `sequenced`, `applied`), without mutations.
     """
 
     state: DataFrame
-    pending: DataFrame
-    mutations: DataFrame
-
-
-def _as_pending(events: DataFrame) -> DataFrame:
-    return events.select(*EVENT_COLUMNS, F.lit(None).cast("long").alias("epoch"),
-                         F.lit(False).alias("sequenced"))
+    outcome: DataFrame
 
 
 def _newer(order: list[Column], partition: list[str]) -> Column:
     return F.row_number().over(Window.partitionBy(*partition).orderBy(*order))
 
 
-def fold_batch(events: DataFrame, pending: DataFrame, state: DataFrame) -> FoldResult:
-    """Fold one batch of normalized events into the published view's changes.
+def sequence(events: DataFrame, pending: DataFrame, state: DataFrame) -> DataFrame:
+    """Step 1 on slim rows: the candidates, deduplicated, each flagged `in_order`.
 
     Args:
         events: The batch's events (`streaming.decode.EVENT_COLUMNS`).
@@ -72,25 +77,44 @@ def fold_batch(events: DataFrame, pending: DataFrame, state: DataFrame) -> FoldR
         state: `catalog_state` as of the end of the previous batch.
 
     Returns:
-        The new state rows, the new pending content and the winning mutations.
+        `SLIM_COLUMNS` + `priority` + `in_order`: pending rows already
+        sequenced (`in_order` null), rows sequenced by this batch (true) and
+        rows held behind a gap (false). Read twice by `gate`: materialize it.
     """
     base = state.select("catalog", F.col("resource_version").alias("base_rv"))
-    fresh = (_as_pending(events).join(base, "catalog", "left")
+    fresh = (events.select(*[c for c in EVENT_COLUMNS if c != "mutations"])
+             .join(F.broadcast(base), "catalog", "left")
              .where(F.col("resource_version") > F.coalesce("base_rv", F.lit(0)))
-             .drop("base_rv").withColumn("priority", F.lit(1)))
-    candidates = (pending.select(*PENDING_COLUMNS).withColumn("priority", F.lit(0))
-                  .unionByName(fresh))
+             .select("*", F.lit(None).cast("long").alias("epoch"), F.lit(False).alias("sequenced"),
+                     F.lit(1).alias("priority"))
+             .drop("base_rv"))
+    old = pending.select(*SLIM_COLUMNS, F.lit(0).alias("priority"))
     # A duplicate resource_version is ignored: keep the copy seen first.
     first = _newer([F.col("priority"), F.col("partition"), F.col("offset")],
                    ["catalog", "resource_version"])
-    unique = candidates.withColumn("copy", first).where("copy = 1").drop("copy", "priority")
-
-    waiting = unique.where(~F.col("sequenced")).join(base, "catalog", "left")
+    unique = old.unionByName(fresh).withColumn("copy", first).where("copy = 1").drop("copy")
+    waiting = unique.where(~F.col("sequenced")).join(F.broadcast(base), "catalog", "left")
     dense = F.col("resource_version") - _newer([F.col("resource_version")], ["catalog"])
-    waiting = waiting.withColumn("in_order", dense == F.coalesce("base_rv", F.lit(0)))
-    newly = waiting.where("in_order").drop("in_order", "base_rv")
-    held = waiting.where(~F.col("in_order")).drop("in_order", "base_rv")
+    waiting = waiting.select(*SLIM_COLUMNS, "priority",
+                             (dense == F.coalesce("base_rv", F.lit(0))).alias("in_order"))
+    return old.where("sequenced").withColumn("in_order", F.lit(None).cast("boolean")).unionByName(
+        waiting)
 
+
+def gate(sequenced: DataFrame, state: DataFrame) -> FoldResult:
+    """Steps 2-3: the new state, and which rows are applied or stay pending.
+
+    Args:
+        sequenced: `sequence`'s output.
+        state: `catalog_state` as of the end of the previous batch.
+
+    Returns:
+        The new state rows (read twice: materialize them) and the outcome of
+        every surviving row; pass the outcome to `with_mutations`.
+    """
+    newly = sequenced.where("in_order").drop("in_order")
+    held = sequenced.where(~F.col("in_order")).drop("in_order")
+    old = sequenced.where(F.col("in_order").isNull()).drop("in_order")
     facts = newly.groupBy("catalog").agg(
         F.max("resource_version").alias("new_rv"),
         F.max("leader_epoch").alias("new_leader_epoch"),
@@ -107,7 +131,7 @@ def fold_batch(events: DataFrame, pending: DataFrame, state: DataFrame) -> FoldR
         F.greatest("new_leader_epoch", F.coalesce("leader_epoch", F.lit(0))).alias(
             "leader_epoch"),
         F.coalesce("new_mode", "publish_mode", F.lit("auto")).alias("publish_mode"),
-    )
+    )  # STATE_COLUMNS, in order
     stable = (state.select("catalog", "stable_epoch").join(
         new_state.select("catalog", F.col("stable_epoch").alias("moved")), "catalog", "full")
         .select("catalog", F.coalesce("moved", "stable_epoch").alias("stable")))
@@ -115,25 +139,54 @@ def fold_batch(events: DataFrame, pending: DataFrame, state: DataFrame) -> FoldR
     assigned = newly.where(F.col("assign_epoch").isNotNull()).select(
         "catalog", F.explode("assign_resource_versions").alias("resource_version"),
         F.col("assign_epoch").alias("assigned"))
-    changes = (pending.select(*PENDING_COLUMNS).where("sequenced")
-               .unionByName(newly.where("is_change").withColumn(
+    changes = (old.unionByName(newly.where("is_change").withColumn(
                    "epoch", F.col("schema_epoch")).withColumn("sequenced", F.lit(True)))
                .join(assigned, ["catalog", "resource_version"], "left")
-               .withColumn("epoch", F.coalesce("assigned", "epoch")).drop("assigned")
+               .withColumn("epoch", F.coalesce("assigned", "epoch"))
                .join(stable, "catalog", "left"))
     published = (F.col("epoch") > 0) & (F.col("epoch") <= F.coalesce("stable", F.lit(0)))
-    applied = changes.where(published)
-    still_pending = changes.where(~published).drop("stable")
+    outcome = (changes.select(*ROW_ID, "epoch", "sequenced", published.alias("applied"))
+               .unionByName(held.select(*ROW_ID, "epoch", "sequenced",
+                                        F.lit(False).alias("applied"))))
+    return FoldResult(state=new_state, outcome=outcome)
 
-    mutations = applied.select(
+
+def fold_batch(events: DataFrame, pending: DataFrame, state: DataFrame) -> FoldResult:
+    """Steps 1-3 at once (`gate` over `sequence`), nothing materialized."""
+    return gate(sequence(events, pending, state), state)
+
+
+def with_mutations(outcome: DataFrame, events: DataFrame, pending: DataFrame) -> DataFrame:
+    """The outcome's rows in full: `PENDING_COLUMNS` + `applied`.
+
+    Args:
+        outcome: `FoldResult.outcome`, small enough to broadcast (materialize it first).
+        events: The batch's events, as given to `fold_batch`.
+        pending: `pending_changes`, as given to `fold_batch`.
+    """
+    rows = (pending.drop("epoch", "sequenced").withColumn("priority", F.lit(0))
+            .unionByName(events.select(*EVENT_COLUMNS).withColumn("priority", F.lit(1))))
+    return rows.join(F.broadcast(outcome), list(ROW_ID)).select(*PENDING_COLUMNS, "applied")
+
+
+def winners(rows: DataFrame) -> DataFrame:
+    """Step 4: the winning after-image per (catalog, key) among the applied rows.
+
+    Args:
+        rows: `with_mutations`' output (materialized: it is read twice).
+
+    Returns:
+        `catalog`, `key`, `op`, `value`, `schema_epoch` (the change's
+        effective epoch) and `resource_version`, one row per key.
+    """
+    exploded = rows.where("applied").select(
         "catalog", F.col("epoch").alias("schema_epoch"), "resource_version",
-        F.explode("mutations").alias("m"),
-    ).select("catalog", "m.key", "m.op", "m.value", "schema_epoch", "resource_version")
-    latest = _newer([F.col("schema_epoch").desc(), F.col("resource_version").desc()],
-                    ["catalog", "key"])
-    winners = mutations.withColumn("rank", latest).where("rank = 1").drop("rank")
-    return FoldResult(
-        state=new_state.select(*STATE_COLUMNS),
-        pending=still_pending.select(*PENDING_COLUMNS).unionByName(held.select(*PENDING_COLUMNS)),
-        mutations=winners,
-    )
+        F.posexplode("mutations").alias("pos", "m"))
+    latest = _newer([F.col("schema_epoch").desc(), F.col("resource_version").desc(),
+                     F.col("pos").desc()], ["catalog", "key"])
+    best = (exploded.select("catalog", "resource_version", "pos", F.col("m.key").alias("key"),
+                            "schema_epoch")
+            .withColumn("rank", latest).where("rank = 1")
+            .select("catalog", "resource_version", "pos"))
+    return exploded.join(F.broadcast(best), ["catalog", "resource_version", "pos"]).select(
+        "catalog", "m.key", "m.op", "m.value", "schema_epoch", "resource_version")

@@ -20,10 +20,14 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import (
     BooleanType,
@@ -36,8 +40,8 @@ from pyspark.sql.types import (
 from streaming import sink
 from streaming.decode import decode, log_rows, normalize, quarantine_rows
 from streaming.errors import ProjectionError
-from streaming.fold import fold_batch
-from streaming.tables import CURRENT_TABLES, KEY_COLUMNS, TRAILER
+from streaming.fold import PENDING_COLUMNS, gate, sequence, winners, with_mutations
+from streaming.tables import CURRENT_TABLES, KEY_COLUMNS, TRAILER, table_filter
 
 KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
                 "timestamp timestamp, timestampType int")
@@ -46,9 +50,22 @@ KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset l
 LOG = logging.getLogger(__name__)
 
 DELTA_CONF = {
+    # Session confs for small, frequent Delta commits (set by `start_projection`).
     # Delta rebuilds table snapshots with this many tasks (default 50): far too
     # many for small tables on a few cores.
     "spark.databricks.delta.snapshotPartitions": "2",
+    # A MERGE source is read twice (touched files, then the rewrite); "auto"
+    # persists it first unless it only scans Delta tables. Ours are projections
+    # of checkpointed rows, deterministic by construction: no extra job.
+    "spark.databricks.delta.merge.materializeSource": "none",
+    # Per-file min/max stats only serve data skipping, useless on tables this
+    # small that every MERGE scans whole; computing them is a pass per write.
+    "spark.databricks.delta.stats.collect": "false",
+    # The optional `.crc` file per commit costs a snapshot computation per write.
+    "spark.databricks.delta.writeChecksumFile.enabled": "false",
+    # A batch's frames are thousands of rows: one task per shuffle (and one
+    # file per MERGE) instead of two halves the tasks and the files to track.
+    "spark.sql.shuffle.partitions": "1",
 }
 
 STATE_SCHEMA = StructType([
@@ -71,6 +88,7 @@ class ProjectionConfig:
         max_offsets_per_trigger: At most this many records per micro-batch (all if None).
         trigger_seconds: The micro-batch interval of a continuous run.
         once: Process everything available, then stop (`availableNow`).
+        write_threads: How many of a batch's independent Delta writes run at once.
     """
 
     bootstrap: str
@@ -80,6 +98,7 @@ class ProjectionConfig:
     max_offsets_per_trigger: int | None = None
     trigger_seconds: float = 5.0
     once: bool = False
+    write_threads: int = 3
 
     def path(self, table: str) -> str:
         """The location of one table."""
@@ -139,32 +158,99 @@ class BatchProjector:
         spark = batch.sparkSession
         path = self.config.path
         started = time.monotonic()
-        # Materialized once: every later plan starts from these rows, not from
-        # `from_avro` over the Kafka source (keeps planning fast and the writes
-        # consistent with each other).
+        # `from_avro` runs once: every later plan starts from these rows.
         decoded = decode(batch).localCheckpoint()
-        if decoded.isEmpty():
-            return
-        with sink.batch_transaction(spark, self.query_id(spark), batch_id) as tag:
-            state = sink.read_before(spark, path("catalog_state"), tag)
-            pending = sink.read_before(spark, path("pending_changes"), tag)
-            result = fold_batch(normalize(decoded), pending, state)
-            mutations, new_pending, new_state = (
-                df.localCheckpoint() for df in (result.mutations, result.pending, result.state))
-            sink.append(log_rows(decoded), path("metadata_log"))
-            quarantined = quarantine_rows(decoded)
-            if not quarantined.isEmpty():
-                sink.append(quarantined, path("quarantine"))
-            if not mutations.isEmpty():
+        cached: list[DataFrame] = []
+
+        def once(frame: DataFrame) -> DataFrame:
+            """Read more than once: cached, filled by the first job that needs it."""
+            cached.append(frame.cache())
+            return frame
+
+        try:
+            with sink.batch_transaction(spark, self.query_id(spark), batch_id) as tag:
+                state = once(sink.read_before(spark, path("catalog_state"), tag))
+                pending = once(sink.read_before(spark, path("pending_changes"), tag))
+                events = normalize(decoded)
+                result = gate(once(sequence(events, pending, state)), state)
+                rows = once(with_mutations(once(result.outcome), events, pending))
+                # MERGE sources: checkpointed, as a MERGE refuses a cached source
+                # unless it materializes it again itself.
+                won = winners(rows).localCheckpoint()
+                new_state = result.state.localCheckpoint()
+                counts = _summary(decoded, pending, rows, won, new_state)
+                if counts["records"] == 0:
+                    return
+                writes: dict[str, Callable[[], None]] = {}
+                if counts["records"] > counts["quarantine"]:
+                    writes["metadata_log"] = lambda: sink.append(log_rows(decoded),
+                                                                 path("metadata_log"))
+                if counts["quarantine"]:
+                    writes["quarantine"] = lambda: sink.append(quarantine_rows(decoded),
+                                                               path("quarantine"))
                 for name, build in CURRENT_TABLES.items():
-                    source = build(mutations)
-                    if not source.isEmpty():
-                        sink.merge_newer(spark, source, path(name), KEY_COLUMNS, TRAILER)
-            sink.overwrite(new_pending, path("pending_changes"))
-            if not new_state.isEmpty():
-                sink.merge_newer(spark, new_state, path("catalog_state"), ("catalog",),
-                                 ("resource_version",))
+                    if counts[name]:
+                        writes[name] = partial(self._merge, spark, build(won), name)
+                if counts["pending_before"] or counts["pending_changes"]:
+                    writes["pending_changes"] = lambda: sink.overwrite(
+                        rows.where(~F.col("applied")).select(*PENDING_COLUMNS),
+                        path("pending_changes"))
+                _run_all(spark, writes, self.config.write_threads)
+                # Last: a batch is visible in full once its catalog_state is.
+                if counts["catalog_state"]:
+                    sink.merge_newer(spark, new_state, path("catalog_state"), ("catalog",),
+                                     ("resource_version",))
+        finally:
+            for frame in cached:
+                frame.unpersist()
         LOG.info("batch %d projected in %.1f s", batch_id, time.monotonic() - started)
+
+    def _merge(self, spark: SparkSession, source: DataFrame, name: str) -> None:
+        sink.merge_newer(spark, source, self.config.path(name), KEY_COLUMNS, TRAILER)
+
+
+def _summary(decoded: DataFrame, pending: DataFrame, rows: DataFrame, won: DataFrame,
+             new_state: DataFrame) -> dict[str, int]:
+    """Row counts that decide which writes a batch makes, in one small job."""
+    parts = [
+        decoded.agg(F.count("*").alias("records"),
+                    F.count_if(F.col("reason").isNotNull()).alias("quarantine")),
+        pending.agg(F.count("*").alias("pending_before")),
+        rows.agg(F.count_if(~F.col("applied")).alias("pending_changes")),
+        won.agg(*[F.count_if(table_filter(name)).alias(name) for name in CURRENT_TABLES]),
+        new_state.agg(F.count("*").alias("catalog_state")),
+    ]
+    joined = parts[0]
+    for part in parts[1:]:
+        joined = joined.crossJoin(part)
+    row = joined.first()
+    assert row is not None
+    return {key: int(value) for key, value in row.asDict().items()}
+
+
+def _run_all(spark: SparkSession, writes: dict[str, Callable[[], None]], threads: int) -> None:
+    """Run independent table writes, from `threads` driver threads at once.
+
+    Each write commits to its own table with the batch's transaction
+    identifiers (session confs, set before the threads start), so a retried
+    batch skips exactly the writes that committed, in any order.
+    """
+    if threads <= 1 or len(writes) <= 1:
+        for write in writes.values():
+            write()
+        return
+
+    def run(write: Callable[[], None]) -> None:
+        # The JVM thread behind this Python thread must see the batch's session
+        # (its confs carry the transaction identifiers).
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        write()
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="delta-write") as pool:
+        for future in [pool.submit(run, write) for write in writes.values()]:
+            future.result()
 
 
 def kafka_source(spark: SparkSession, config: ProjectionConfig) -> DataFrame:

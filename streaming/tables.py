@@ -44,12 +44,28 @@ def _part(index: int) -> Column:
     return F.element_at(F.split("key", "/"), index)
 
 
+TABLE_FILTERS: dict[str, Callable[[], Column]] = {
+    "table_info": lambda: _is(TABLE_INFO),
+    "table_name": lambda: _is(TABLE_NAME),
+    "table_route": lambda: _is(TABLE_ROUTE),
+    "datanode_table": lambda: _is(DATANODE_TABLE),
+    "label_rule": lambda: _is(LABEL_RULE),
+    "region_label": lambda: _is(LABEL_RULE),
+    "removed_tables": lambda: F.col("key").startswith(REMOVED),
+}
+
+
+def table_filter(table: str) -> Column:
+    """Which winning mutations (by `key`) the current-state table `table` takes."""
+    return TABLE_FILTERS[table]()
+
+
 def _fields(member: str, names: tuple[str, ...]) -> list[Column]:
     return [F.col(f"{VALUE}{member}.{name}").alias(name) for name in names]
 
 
 def _table_info(m: DataFrame) -> DataFrame:
-    return m.where(_is(TABLE_INFO)).select(
+    return m.where(table_filter("table_info")).select(
         *KEY_COLUMNS, "op",
         *_fields("TableInfoValue", ("table_id", "schema_name", "table_name", "columns",
                                     "primary_key", "options", "partitions", "version")),
@@ -57,25 +73,25 @@ def _table_info(m: DataFrame) -> DataFrame:
 
 
 def _table_name(m: DataFrame) -> DataFrame:
-    return m.where(_is(TABLE_NAME)).select(
+    return m.where(table_filter("table_name")).select(
         *KEY_COLUMNS, "op", _part(3).alias("schema_name"), _part(4).alias("table_name"),
         *_fields("TableNameValue", ("table_id",)), *TRAILER)
 
 
 def _table_route(m: DataFrame) -> DataFrame:
-    return m.where(_is(TABLE_ROUTE)).select(
+    return m.where(table_filter("table_route")).select(
         *KEY_COLUMNS, "op", *_fields("TableRouteValue", ("table_id", "region_routes")), *TRAILER)
 
 
 def _datanode_table(m: DataFrame) -> DataFrame:
-    return m.where(_is(DATANODE_TABLE)).select(
+    return m.where(table_filter("datanode_table")).select(
         *KEY_COLUMNS, "op",
         *_fields("DatanodeTableValue", ("datanode_id", "table_id", "regions", "version")),
         *TRAILER)
 
 
 def _label_rule(m: DataFrame) -> DataFrame:
-    return m.where(_is(LABEL_RULE)).select(
+    return m.where(table_filter("label_rule")).select(
         *KEY_COLUMNS, "op",
         *_fields("LabelRuleValue", ("rule_id", "rule_type", "labels", "ranges")), *TRAILER)
 
@@ -108,7 +124,7 @@ def _region_label(m: DataFrame) -> DataFrame:
 
 def _removed_tables(m: DataFrame) -> DataFrame:
     body = F.substring_index(F.expr(f"substring(key, {len(REMOVED) + 1})"), "/", 1)
-    return m.where(F.col("key").startswith(REMOVED)).select(
+    return m.where(table_filter("removed_tables")).select(
         *KEY_COLUMNS, "op",
         F.when(body == TABLE_INFO, F.lit("table_info")).otherwise(F.lit("table_route")).alias(
             "kind"),

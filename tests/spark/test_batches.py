@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from bench.workload import Workload, encoded
 from events.values import KeyRange, Label, LabelRuleValue, PartitionDef, TableInfoValue
 from projector.labels import region_label_rows, table_rule_ranges
 from streaming import sink
@@ -18,7 +19,6 @@ from streaming.projection import KAFKA_SCHEMA, BatchProjector, ProjectionConfig,
 from streaming.read import read_rows
 from streaming.tables import region_label_columns
 from tests.spark.expect import assert_projection_equals
-from tests.spark.workload import Workload, encoded
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from bench.workload import Workload, encoded, produce
 from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_rows
 from tests.fixtures.kafka import TopicSet
 from tests.spark.expect import assert_projection_equals
-from tests.spark.workload import Workload, encoded, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from bench.workload import Workload, encoded, produce
 from events.schema_store import MAGIC
 from projector.apply import replay
 from projector.image import Image
@@ -15,7 +16,6 @@ from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_rows
 from tests.fixtures.kafka import TopicSet
 from tests.spark.expect import assert_projection_equals, delta_values
-from tests.spark.workload import Workload, encoded, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

@@ -1,4 +1,9 @@
-"""Random catalog workloads (LocalCatalog, no Kafka) and a plain Kafka producer for them."""
+"""Random catalog workloads (LocalCatalog, no Kafka) and a plain Kafka producer for them.
+
+Shared by the Spark tests and `bench.projection`. A seed gives the same events
+in every process: nothing here iterates a hash-ordered collection (the image's
+`immutables.Map` iterates in an order that depends on `PYTHONHASHSEED`).
+"""
 
 from __future__ import annotations
 
@@ -60,19 +65,23 @@ class Workload:
         self.rng = random.Random(seed)
         self.catalogs = {name: LocalCatalog(name, _stamps(name)) for name in catalogs}
         self._ids = itertools.count(1)
+        self.log: list[Event] = []
+        """Every catalog's events interleaved in the order they were written."""
         for local in self.catalogs.values():
             local.elect("leader-1")
+            self.log.extend(local.take_new_events())
 
     def submit(self, catalog: str, kind: type[Command], **fields: Any) -> bool:
         """Submit one command; False if it was rejected."""
         fields.setdefault("actor", "tester")
         if "schema_name" in kind.model_fields:
             fields.setdefault("schema_name", SCHEMA)
+        local = self.catalogs[catalog]
         try:
-            self.catalogs[catalog].submit(
-                kind(command_id=f"cmd-{next(self._ids)}", catalog=catalog, **fields))
+            local.submit(kind(command_id=f"cmd-{next(self._ids)}", catalog=catalog, **fields))
         except CommandRejected:
             return False
+        self.log.extend(local.take_new_events())
         return True
 
     def random_command(self, catalog: str) -> bool:
@@ -109,7 +118,9 @@ class Workload:
         return options[choice]()
 
     def _recover_or_purge(self, catalog: str) -> bool:
-        removed = list(self.catalogs[catalog].image.head.removed_tables())
+        # Sorted: `removed_tables` scans a HAMT, whose order follows the string hash seed.
+        removed = sorted(self.catalogs[catalog].image.head.removed_tables(),
+                         key=lambda t: t.table_id)
         if not removed:
             return False
         table = self.rng.choice(removed)
@@ -130,6 +141,12 @@ class Workload:
         """Submit `commands` random commands spread over the catalogs."""
         names = list(self.catalogs)
         for _ in range(commands):
+            self.random_command(self.rng.choice(names))
+
+    def run_events(self, count: int) -> None:
+        """Submit random commands until at least `count` events are logged."""
+        names = list(self.catalogs)
+        while len(self.log) < count:
             self.random_command(self.rng.choice(names))
 
     def publish_all(self, catalog: str) -> None:
