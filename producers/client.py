@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
-
 from events import commands as c
-from events.codec import decode_reply, encode_command
-from events.errors import DecodeError
 from events.replies import Committed, Rejected
-from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
+from events.topics import Topics
 from events.values import Column, TableRouteValue
-from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, rejection_from_reply
+from producers.channel import CommandChannel
+from producers.errors import CommandOutcomeUnknown, rejection_from_reply
 from producers.log import read_events
-from producers.routing import Layout, read_layout, watermarks
 from projector.apply import replay
 from projector.export import export
 from projector.image import Image
@@ -59,12 +54,7 @@ class MetadataClient:
         self.topics = topics or Topics()
         self.client_id = client_id or f"client-{uuid.uuid4()}"
         self.timeout = timeout
-        self._lock = threading.Lock()
-        self._waiting: dict[str, list[_Waiter]] = {}
-        self._producer: Producer | None = None
-        self._layout: Layout | None = None
-        self._reader: threading.Thread | None = None
-        self._closed = threading.Event()
+        self._channel = CommandChannel(bootstrap, self.topics, self.client_id)
 
     # -- the commands -------------------------------------------------------
 
@@ -236,10 +226,8 @@ class MetadataClient:
 
     def image(self, catalog: str | None = None) -> Image:
         """The catalog's image, replayed from its committed log (read-only)."""
-        self._connect()
-        assert self._layout is not None
         name = catalog or self.catalog
-        tp = self._layout.events_partition(name)
+        tp = self._channel.layout().events_partition(name)
         events = [
             e for e in read_events(self.bootstrap, tp.topic, tp.partition) if e.catalog == name
         ]
@@ -253,30 +241,7 @@ class MetadataClient:
 
     def send(self, command: c.Command, timeout: float | None = None) -> Committed:
         """Send a ready-made command and wait for its outcome."""
-        self._connect()
-        assert self._producer is not None and self._layout is not None
-        waiter = _Waiter()
-        with self._lock:
-            self._waiting.setdefault(command.command_id, []).append(waiter)
-        try:
-            self._producer.produce(
-                self.topics.commands,
-                value=encode_command(command),
-                key=command.catalog.encode(),
-                partition=self._layout.catalog_partition(command.catalog),
-                headers=[
-                    (COMMAND_ID_HEADER, command.command_id.encode()),
-                    (REPLY_TO_HEADER, self.client_id.encode()),
-                ],
-            )
-            self._producer.poll(0)
-            reply = waiter.wait(timeout or self.timeout)
-        finally:
-            with self._lock:
-                waiters = self._waiting.get(command.command_id, [])
-                waiters.remove(waiter)
-                if not waiters:
-                    self._waiting.pop(command.command_id, None)
+        reply = self._channel.request(command, timeout or self.timeout)
         if reply is None:
             raise CommandOutcomeUnknown(command.command_id)
         if isinstance(reply, Rejected):
@@ -306,65 +271,9 @@ class MetadataClient:
         )
         return self.send(command, call.get("timeout"))  # type: ignore[arg-type]
 
-    def _connect(self) -> None:
-        with self._lock:
-            if self._producer is not None:
-                return
-            if self._closed.is_set():
-                raise LeaderUnavailable("this MetadataClient is closed: create a new one")
-            layout = read_layout(self.bootstrap, self.topics)
-            # linger.ms=2: threads sharing a client send their commands in one request;
-            # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
-            producer = Producer(
-                {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "linger.ms": 2}
-            )  # fmt: skip
-            consumer = Consumer(
-                {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
-                 "enable.auto.commit": False, "isolation.level": "read_committed"}
-            )  # fmt: skip
-            tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
-            try:
-                _, high = watermarks(consumer, tp)
-            except KafkaException as exc:
-                consumer.close()
-                raise LeaderUnavailable(f"cannot read `{self.topics.replies}`: {exc}") from exc
-            consumer.assign(
-                [TopicPartition(tp.topic, tp.partition, high if high >= 0 else OFFSET_END)]
-            )
-            self._reader = threading.Thread(
-                target=self._read_replies, args=(consumer,), name="metalog-replies", daemon=True
-            )
-            self._reader.start()
-            self._layout, self._producer = layout, producer
-
-    def _read_replies(self, consumer: Consumer) -> None:
-        key = self.client_id.encode()
-        try:
-            while not self._closed.is_set():
-                if self._producer is not None:
-                    self._producer.poll(0)  # serve delivery reports: calls don't flush
-                message = consumer.poll(0.05)
-                if message is None or message.error() is not None or message.key() != key:
-                    continue
-                try:
-                    reply = decode_reply(message.value() or b"")
-                except DecodeError:
-                    continue  # not ours to judge: the leader wrote it, the DLQ is for consumers
-                with self._lock:
-                    waiters = list(self._waiting.get(reply.command_id, ()))
-                for waiter in waiters:
-                    waiter.set(reply)
-        finally:
-            consumer.close()
-
     def close(self) -> None:
         """Stop the reply reader and flush the producer."""
-        self._closed.set()
-        if self._reader is not None:
-            self._reader.join(timeout=5.0)
-        if self._producer is not None:
-            self._producer.flush(5.0)
+        self._channel.close()
 
     def __enter__(self) -> Self:
         return self
@@ -379,18 +288,3 @@ class MetadataClient:
 _CALL_OPTIONS = frozenset(
     {"expected_version", "expected_resource_version", "command_id", "timeout", "catalog"}
 )
-
-
-class _Waiter:
-    """One call waiting for its reply."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self._reply: Committed | Rejected | None = None
-
-    def set(self, reply: Committed | Rejected) -> None:
-        self._reply = reply
-        self._event.set()
-
-    def wait(self, timeout: float) -> Committed | Rejected | None:
-        return self._reply if self._event.wait(timeout) else None

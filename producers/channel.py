@@ -1,0 +1,143 @@
+"""The wire under a `MetadataClient`: commands out to the leader, replies back by key."""
+
+from __future__ import annotations
+
+import threading
+
+from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
+
+from events import commands as c
+from events.codec import decode_reply, encode_command
+from events.errors import DecodeError
+from events.replies import Committed, Rejected
+from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
+from producers.errors import LeaderUnavailable
+from producers.routing import Layout, read_layout, watermarks
+
+
+class CommandChannel:
+    """Sends commands to their catalog's partition and hands each reply to its caller.
+
+    Connects on first use; one reader thread reads this client's replies
+    (`metalog.replies`, keyed by `client_id`) and wakes the calls waiting for
+    them. Safe to share between threads.
+    """
+
+    def __init__(self, bootstrap: str, topics: Topics, client_id: str) -> None:
+        self.bootstrap = bootstrap
+        self.topics = topics
+        self.client_id = client_id
+        self._lock = threading.Lock()
+        self._waiting: dict[str, list[_Waiter]] = {}
+        self._producer: Producer | None = None
+        self._layout: Layout | None = None
+        self._reader: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    def layout(self) -> Layout:
+        """The topics' layout (connecting first if needed)."""
+        self._connect()
+        assert self._layout is not None
+        return self._layout
+
+    def request(self, command: c.Command, timeout: float) -> Committed | Rejected | None:
+        """Send `command` and wait for its reply; None when none came in `timeout` seconds."""
+        layout = self.layout()
+        assert self._producer is not None
+        waiter = _Waiter()
+        with self._lock:
+            self._waiting.setdefault(command.command_id, []).append(waiter)
+        try:
+            self._producer.produce(
+                self.topics.commands,
+                value=encode_command(command),
+                key=command.catalog.encode(),
+                partition=layout.catalog_partition(command.catalog),
+                headers=[
+                    (COMMAND_ID_HEADER, command.command_id.encode()),
+                    (REPLY_TO_HEADER, self.client_id.encode()),
+                ],
+            )
+            self._producer.poll(0)
+            return waiter.wait(timeout)
+        finally:
+            with self._lock:
+                waiters = self._waiting.get(command.command_id, [])
+                waiters.remove(waiter)
+                if not waiters:
+                    self._waiting.pop(command.command_id, None)
+
+    def close(self) -> None:
+        """Stop the reply reader and flush the producer."""
+        self._closed.set()
+        if self._reader is not None:
+            self._reader.join(timeout=5.0)
+        if self._producer is not None:
+            self._producer.flush(5.0)
+
+    def _connect(self) -> None:
+        with self._lock:
+            if self._producer is not None:
+                return
+            if self._closed.is_set():
+                raise LeaderUnavailable("this MetadataClient is closed: create a new one")
+            layout = read_layout(self.bootstrap, self.topics)
+            # linger.ms=2: threads sharing a client send their commands in one request;
+            # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
+            producer = Producer(
+                {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
+                 "linger.ms": 2}
+            )  # fmt: skip
+            consumer = Consumer(
+                {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
+                 "enable.auto.commit": False, "isolation.level": "read_committed"}
+            )  # fmt: skip
+            tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
+            try:
+                _, high = watermarks(consumer, tp)
+            except KafkaException as exc:
+                consumer.close()
+                raise LeaderUnavailable(f"cannot read `{self.topics.replies}`: {exc}") from exc
+            consumer.assign(
+                [TopicPartition(tp.topic, tp.partition, high if high >= 0 else OFFSET_END)]
+            )
+            self._reader = threading.Thread(
+                target=self._read_replies, args=(consumer,), name="metalog-replies", daemon=True
+            )
+            self._reader.start()
+            self._layout, self._producer = layout, producer
+
+    def _read_replies(self, consumer: Consumer) -> None:
+        key = self.client_id.encode()
+        try:
+            while not self._closed.is_set():
+                if self._producer is not None:
+                    self._producer.poll(0)  # serve delivery reports: calls don't flush
+                message = consumer.poll(0.05)
+                if message is None or message.error() is not None or message.key() != key:
+                    continue
+                try:
+                    reply = decode_reply(message.value() or b"")
+                except DecodeError:
+                    continue  # not ours to judge: the leader wrote it, the DLQ is for consumers
+                with self._lock:
+                    waiters = list(self._waiting.get(reply.command_id, ()))
+                for waiter in waiters:
+                    waiter.set(reply)
+        finally:
+            consumer.close()
+
+
+class _Waiter:
+    """One call waiting for its reply."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._reply: Committed | Rejected | None = None
+
+    def set(self, reply: Committed | Rejected) -> None:
+        self._reply = reply
+        self._event.set()
+
+    def wait(self, timeout: float) -> Committed | Rejected | None:
+        return self._reply if self._event.wait(timeout) else None
