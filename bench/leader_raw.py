@@ -1,7 +1,7 @@
 """The limit for ``bench.leader``: raw transactional produce, batched like the leader.
 
-One transactional producer, configured like the leader's (`PartitionOwner`:
-acks=all, idempotent, linger.ms=1), served by one committer thread. A
+One transactional producer with the leader's own settings
+(`producers.owner.TRANSACTIONAL_SETTINGS`), served by one committer thread. A
 "command" is a client thread handing a request to the committer and waiting
 for it to be committed. The committer takes whatever requests have arrived
 (at most ``batch_size``, the leader's default 200), and for the batch runs
@@ -17,11 +17,12 @@ from __future__ import annotations
 import queue
 import threading
 import uuid
-from collections.abc import Mapping
 from types import TracebackType
 from typing import Self
 
 from confluent_kafka import Producer
+
+from producers.owner import TRANSACTIONAL_SETTINGS
 
 
 class _Request:
@@ -43,12 +44,11 @@ class RawCommitter:
         reply: the encoded reply produced per request.
         partition: the events partition (the catalog's).
         batch_size: at most this many requests per transaction.
-        config: extra producer settings (e.g. ``retry.backoff.ms``).
     """
 
     def __init__(
         self, bootstrap: str, events_topic: str, replies_topic: str, event: bytes, reply: bytes,
-        *, partition: int = 0, batch_size: int = 200, config: Mapping[str, object] | None = None,
+        *, partition: int = 0, batch_size: int = 200,
     ) -> None:  # fmt: skip
         self.events_topic = events_topic
         self.replies_topic = replies_topic
@@ -64,10 +64,7 @@ class RawCommitter:
                 "bootstrap.servers": bootstrap,
                 "transactional.id": f"bench-raw-{uuid.uuid4()}",
                 "transaction.timeout.ms": 10_000,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 1,
-                **(config or {}),
+                **TRANSACTIONAL_SETTINGS,
             }
         )
         self._producer.init_transactions(30.0)

@@ -53,6 +53,20 @@ class Input:
     on_reply: Callable[[Reply | BaseException], None] | None = None
 
 
+TRANSACTIONAL_SETTINGS: dict[str, str | int | bool] = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 1,
+    "partitioner": "murmur2_random",
+    # After a commit the coordinator still writes its markers, and the next batch's
+    # AddPartitionsToTxn is answered CONCURRENT_TRANSACTIONS: librdkafka retries after
+    # retry.backoff.ms (default 100, doubling; the Java client waits 20 ms, KAFKA-5477).
+    # 2 ms: see BENCHMARKS.md, "Leader".
+    "retry.backoff.ms": 2,
+}
+"""The leader's transactional producer settings (besides its id and timeout)."""
+
+
 def stamp_now() -> Stamp:
     """A fresh event id and the wall-clock time: the leader is where time is read."""
     return Stamp(event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC))
@@ -147,15 +161,7 @@ class PartitionOwner:
                 "bootstrap.servers": self.bootstrap,
                 "transactional.id": f"{self.topics.prefix}-leader-{self.partition}",
                 "transaction.timeout.ms": self.options.transaction_timeout_ms,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 1,
-                "partitioner": "murmur2_random",
-                # After a commit the coordinator still writes its markers, and the next
-                # batch's AddPartitionsToTxn is answered CONCURRENT_TRANSACTIONS: librdkafka
-                # retries after retry.backoff.ms (default 100, doubling; the Java client
-                # waits 20 ms, KAFKA-5477). 2 ms: see BENCHMARKS.md, "Leader".
-                "retry.backoff.ms": 2,
+                **TRANSACTIONAL_SETTINGS,
             }
         )
         try:
