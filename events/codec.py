@@ -17,10 +17,11 @@ from io import BytesIO
 from types import SimpleNamespace
 from typing import Any, get_args
 
-from fastavro import schemaless_reader, schemaless_writer
+from fastavro import schemaless_reader
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from events.avro_shape import compile_converters
+from events.avro_write import compile_writer
 from events.commands import Command
 from events.errors import DecodeError, EncodeError, UnknownSchema
 from events.event import Event
@@ -54,6 +55,7 @@ class KindCodec:
         self.current = store.current(kind)
         self._store = store
         self._writers = {v.fingerprint: v for v in store.versions(kind)}
+        self._write_as = {v.fingerprint: compile_writer(v.parsed) for v in store.versions(kind)}
         self._reader = self.current.parsed
         self._header = self.current.header
         self._field = _WRAPPER_FIELD[kind]
@@ -89,20 +91,15 @@ class KindCodec:
 
     def body(self, avro: dict[str, Any], schema: SchemaVersion | None = None) -> bytes:
         """The schemaless Avro body of an Avro-shaped dict under `schema` (default current)."""
-        fo = BytesIO()
-        self._write(fo, avro, (schema or self.current).parsed)
-        return fo.getvalue()
+        return self._write(avro, schema or self.current)
 
     def encode_avro(self, avro: dict[str, Any]) -> bytes:
         """Single-object encode an Avro-shaped dict with the current schema."""
-        fo = BytesIO()
-        fo.write(self._header)
-        self._write(fo, avro, self._reader)
-        return fo.getvalue()
+        return self._header + self._write(avro, self.current)
 
-    def _write(self, fo: BytesIO, avro: dict[str, Any], parsed: Any) -> None:
+    def _write(self, avro: dict[str, Any], schema: SchemaVersion) -> bytes:
         try:
-            schemaless_writer(fo, parsed, avro)
+            return self._write_as[schema.fingerprint](avro)
         except Exception as exc:
             raise EncodeError(
                 f"the {self.kind} does not fit its Avro schema ({type(exc).__name__}: {exc}); "
