@@ -89,7 +89,7 @@ def propagation(bootstrap: str, rate: int, seconds: float) -> dict[str, float]:
     create_metalog_topics(bootstrap, topics.prefix, 1)
     count = int(rate * seconds)
     seen: dict[int, float] = {}
-    with Follower(bootstrap, CATALOG, topics=topics) as follower:
+    with Follower(bootstrap, CATALOG, topics=topics, freeze_gc=True) as follower:
         follower.wait_caught_up(30)
         done = threading.Event()
 

@@ -87,7 +87,10 @@ def _follow(args: argparse.Namespace) -> int:
         console.print(f"{change.resource_version:>8} {change.op:<6} {change.key} {value}",
                       markup=False, highlight=False)  # fmt: skip
 
-    with _follower(args) as follower, follower.watch(show, args.from_resource_version):
+    with (
+        _follower(args, freeze_gc=True) as follower,  # a process of its own
+        follower.watch(show, args.from_resource_version),
+    ):
         console.print(f"following `{args.catalog}` on {follower.topics.events} (Ctrl-C stops)")
         try:
             while not stop.wait(0.5) and follower.failure is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 from typing import Any
@@ -24,6 +25,9 @@ def _leader(args: argparse.Namespace) -> int:
         options=LeaderOptions(batch_size=args.batch_size),
     )
     signal.signal(signal.SIGTERM, lambda *_: leader.stop())
+    # What is loaded by now (modules, schemas, codecs) lives as long as the process:
+    # keep it out of full collections, which pause the serving thread (≈ 30 ms here).
+    gc.freeze()
     try:
         leader.run()
     except KeyboardInterrupt:

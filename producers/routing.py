@@ -3,7 +3,7 @@
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from events.topics import Topics, partition_for
@@ -60,7 +60,8 @@ def watermarks(consumer: Consumer, tp: TopicPartition, timeout: float = 15.0) ->
     """The low and high offsets of a partition, waiting out a topic that is still being created.
 
     Right after topic creation a broker may answer "not leader" for a moment:
-    that is retriable, anything else is raised at once.
+    that is retried, anything else is raised at once. (librdkafka does not mark
+    the error it raises here retriable, so the codes are named.)
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -69,6 +70,17 @@ def watermarks(consumer: Consumer, tp: TopicPartition, timeout: float = 15.0) ->
             return int(low), int(high)
         except KafkaException as exc:
             error = exc.args[0]
-            if not error.retriable() or time.monotonic() > deadline:
+            transient = error.retriable() or error.code() in _NOT_READY_YET
+            if not transient or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+_NOT_READY_YET = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+    }
+)

@@ -30,7 +30,7 @@ def _members(union: Any) -> list[type]:
 
 
 @pytest.mark.parametrize("intent", _members(Intent), ids=lambda m: m.__name__)
-@settings(max_examples=30)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_events_are_written_as_fastavro_writes_them_under_every_version(
     intent: type, data: st.DataObject
@@ -48,7 +48,7 @@ def test_events_are_written_as_fastavro_writes_them_under_every_version(
 
 
 @pytest.mark.parametrize("model", _members(Command) + _members(Reply), ids=lambda m: m.__name__)
-@settings(max_examples=30)
+@settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_commands_and_replies_are_written_as_fastavro_writes_them(
     model: type, data: st.DataObject
