@@ -141,10 +141,16 @@ def _format(config: StackConfig, classpath: str) -> None:
         {"port": config.port, "controller_port": config.controller_port}))
 
 
+_JVM_PERFORMANCE = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                    "-Djava.awt.headless=true")  # fmt: skip
+"""Kafka's own `KAFKA_JVM_PERFORMANCE_OPTS` (bin/kafka-run-class.sh). With G1's default
+200 ms pause goal, young collections stopped a loaded broker for 37-105 ms each."""
+
+
 def _launch(config: StackConfig, classpath: str) -> int:
     """Start the broker JVM detached from this process; return its pid."""
-    java_cmd = [_java(), f"-Xmx{config.heap}", f"-Xms{config.heap}", "-XX:+UseG1GC",
-                "-Djava.awt.headless=true",
+    java_cmd = [_java(), f"-Xmx{config.heap}", f"-Xms{config.heap}", *_JVM_PERFORMANCE,
                 f"-Dlog4j2.configurationFile={config.log4j_file}",
                 "-cp", classpath, "kafka.Kafka", str(config.properties_file)]
     # A shell backgrounds the JVM and exits at once: the JVM is re-parented, so it

@@ -12,7 +12,8 @@ from events.errors import DecodeError
 from events.replies import Committed, Rejected
 from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
 from producers.errors import LeaderUnavailable
-from producers.routing import Layout, read_layout, watermarks
+from producers.routing import Layout, read_layout
+from projector.kafka_io import watermarks
 
 
 class CommandChannel:

@@ -11,7 +11,7 @@ from events.codec import decode_event
 from events.errors import DecodeError
 from events.event import Event
 from events.topics import COMMANDS_OFFSET_HEADER
-from producers.routing import watermarks
+from projector.kafka_io import watermarks
 
 
 @dataclass(slots=True)

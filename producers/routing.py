@@ -1,9 +1,8 @@
 """Where commands, events and replies go: one catalog, one partition of each topic."""
 
-import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from events.topics import Topics, partition_for
@@ -54,33 +53,3 @@ def read_layout(bootstrap: str, topics: Topics, timeout: float = 10.0) -> Layout
             f"`{topics.events}` has {counts[topics.events]}: they must be equal"
         )
     return Layout(topics, counts[topics.commands], counts[topics.events], counts[topics.replies])
-
-
-def watermarks(consumer: Consumer, tp: TopicPartition, timeout: float = 15.0) -> tuple[int, int]:
-    """The low and high offsets of a partition, waiting out a topic that is still being created.
-
-    Right after topic creation a broker may answer "not leader" for a moment:
-    that is retried, anything else is raised at once. (librdkafka does not mark
-    the error it raises here retriable, so the codes are named.)
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
-            return int(low), int(high)
-        except KafkaException as exc:
-            error = exc.args[0]
-            transient = error.retriable() or error.code() in _NOT_READY_YET
-            if not transient or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
-_NOT_READY_YET = frozenset(
-    {
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError._UNKNOWN_PARTITION,
-    }
-)

@@ -1,4 +1,7 @@
-"""The follower's Kafka plumbing: a read_committed consumer, partition counts, the DLQ."""
+"""Kafka plumbing: a read_committed consumer, watermarks, partition counts, the DLQ.
+
+The follower's, and the leader's and clients' where they need the same.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import logging
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from events.topics import REASON_HEADER, SOURCE_HEADER
@@ -36,12 +39,39 @@ def high_watermarks(bootstrap: str, topic: str, partitions: tuple[int, ...]) -> 
     """The high watermark of each partition, from a short-lived consumer."""
     consumer = new_consumer(bootstrap)
     try:
-        return {
-            p: consumer.get_watermark_offsets(KafkaPartition(topic, p), timeout=10.0)[1]
-            for p in partitions
-        }
+        return {p: watermarks(consumer, KafkaPartition(topic, p))[1] for p in partitions}
     finally:
         consumer.close()
+
+
+def watermarks(consumer: Consumer, tp: KafkaPartition, timeout: float = 15.0) -> tuple[int, int]:
+    """The low and high offsets of a partition, waiting out a topic that is still being created.
+
+    Right after topic creation a broker may answer "not leader" for a moment:
+    that is retried, anything else is raised at once. (librdkafka does not mark
+    the error it raises here retriable, so the codes are named.)
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+            return int(low), int(high)
+        except KafkaException as exc:
+            error = exc.args[0]
+            transient = error.retriable() or error.code() in _NOT_READY_YET
+            if not transient or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+_NOT_READY_YET = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+    }
+)
 
 
 def partition_count(consumer: Consumer, topic: str, timeout: float = 15.0) -> int:
