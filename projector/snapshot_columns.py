@@ -14,19 +14,21 @@ memory. Pending changes stay Avro-encoded events (they are few).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from events.codec import encode_event
 from events.values import LabelRuleValue, TableInfoValue
-from projector.image import Image
 from projector.packing import (
     PackedDatanodeTable,
     PackedName,
     PackedRoute,
 )
-from projector.view import View
+
+if TYPE_CHECKING:  # the image's modules read this one's layout constants (`projector.cold`)
+    from projector.image import Image
+    from projector.view import View
 
 FORMAT = 2
 """Bumped whenever the layout changes; other formats are refused, never misread."""

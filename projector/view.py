@@ -1,9 +1,10 @@
 """A view: one consistent state of a catalog's key/value space, with its indexes.
 
 The image holds two views (DESIGN.md, "Words"): `head`, everything committed,
-which the leader decides on, and `published`, what followers show. Both are
-persistent maps (`immutables.Map`, a HAMT), so a new view shares all but
-O(log n) nodes with the previous one.
+which the leader decides on, and `published`, what followers show. Their
+changes are persistent maps (`immutables.Map`, a HAMT), so a new view shares
+all but O(log n) nodes with the previous one; a view loaded from a snapshot
+keeps the snapshot's values in their columns beneath (`projector.layered`).
 """
 
 from collections.abc import Iterable, Iterator
@@ -38,13 +39,14 @@ from events.values import (
     TableInfoValue,
     TableRouteValue,
 )
+from projector.cold import ColdValues
 from projector.labels import effective_labels, rule_id
+from projector.layered import LayeredValues
 from projector.packing import Packed, PackedDatanodeTable, PackedName, pack, unpack
 
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
 _RULE_PREFIX = LABEL_RULE + "/"
 _REMOVED_INFO_PREFIX = removed(TABLE_INFO) + "/"
-_INDEXED_PREFIXES = (_DATANODE_PREFIX, _RULE_PREFIX)
 
 _EMPTY: Map[int, None] = Map()
 
@@ -55,48 +57,38 @@ class View:
 
     Attributes:
         catalog: The catalog the keys belong to.
-        values: Every key and its packed value (see `projector.packing`).
-        datanodes: Datanode id → the ids of the tables it holds a `__dn_table` key for.
+        values: Every key and its packed value (see `projector.packing`): a
+            loaded snapshot's cold values under the changes since (`projector.layered`).
+        changed_datanodes: Datanode id → the ids of the tables whose
+            `__dn_table` key is held in `values.changes` (the cold ones are
+            indexed by `values.cold`); see `datanode_table_ids`.
         rules: Label rule id → rule, so rules can be listed without a scan.
     """
 
     catalog: str
-    values: Map[str, Packed] = field(default_factory=Map)
-    datanodes: Map[int, Map[int, None]] = field(default_factory=Map)
+    values: LayeredValues = field(default_factory=LayeredValues)
+    changed_datanodes: Map[int, Map[int, None]] = field(default_factory=Map)
     rules: Map[str, LabelRuleValue] = field(default_factory=Map)
 
     @classmethod
-    def from_values(
-        cls, catalog: str, values: Map[str, Packed], index_keys: Iterable[str] | None = None
+    def from_cold(
+        cls, catalog: str, cold: ColdValues, rules: Iterable[tuple[str, Packed]]
     ) -> "View":
-        """A view over `values` with the indexes `mutated` keeps, derived from the keys.
+        """A view over a loaded snapshot's values, with the indexes `mutated` keeps.
 
         Args:
             catalog: The catalog.
-            values: Every key and its packed value.
-            index_keys: The keys that may feed an index (`__dn_table/…`,
-                `__label_rule/…`), when the caller knows them (a snapshot load
-                does): saves a scan of every key. Default: scan `values`.
+            cold: The snapshot's values (`projector.cold`); its datanode index
+                is derived from its keys when first asked for.
+            rules: Its `__label_rule/…` keys and their values (the loader
+                builds them: there are few).
         """
-        datanodes: dict[int, dict[int, None]] = {}
-        rules: dict[str, LabelRuleValue] = {}
-        candidates = values if index_keys is None else index_keys
-        indexed = [k for k in candidates if k.startswith(_INDEXED_PREFIXES)]
-        for datanode, table in map(_datanode_key, filter(_is_datanode_key, indexed)):
-            tables = datanodes.get(datanode)
-            if tables is None:
-                tables = datanodes[datanode] = {}
-            tables[table] = None
-        for key in indexed:
-            packed = values[key]
-            if isinstance(packed, LabelRuleValue) and key.startswith(_RULE_PREFIX):
-                rules[key[len(_RULE_PREFIX) :]] = packed
-        return cls(
-            catalog,
-            values,
-            Map({datanode: Map(tables) for datanode, tables in datanodes.items()}),
-            Map(rules),
-        )
+        index = {
+            key[len(_RULE_PREFIX) :]: packed
+            for key, packed in rules
+            if isinstance(packed, LabelRuleValue) and key.startswith(_RULE_PREFIX)
+        }
+        return cls(catalog, LayeredValues(cold), Map(), Map(index))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, View):
@@ -136,9 +128,11 @@ class View:
 
     def removed_tables(self) -> Iterator[TableInfoValue]:
         """Every dropped, not yet purged table; a scan of all keys (recover by name is rare)."""
-        for key, packed in self.values.items():
-            if key.startswith(_REMOVED_INFO_PREFIX) and isinstance(packed, TableInfoValue):
-                yield packed
+        for key in self.values:
+            if key.startswith(_REMOVED_INFO_PREFIX):
+                packed = self.values.get(key)
+                if isinstance(packed, TableInfoValue):
+                    yield packed
 
     def table_id(self, schema_name: str, table_name: str) -> int | None:
         """The id the name `{schema}.{table}` points to."""
@@ -160,9 +154,22 @@ class View:
         value = self.get(removed(table_route_key(table_id)))
         return value if isinstance(value, TableRouteValue) else None
 
+    def datanode_table_ids(self, datanode_id: int) -> tuple[int, ...]:
+        """The ids of the tables a datanode holds a `__dn_table` key for, ascending."""
+        ids = set(self.changed_datanodes.get(datanode_id, _EMPTY))
+        cold = self.values.cold
+        if cold is not None:
+            changes = self.values.changes
+            ids.update(
+                table_id
+                for table_id in cold.datanode_tables(datanode_id)
+                if datanode_table_key(datanode_id, table_id) not in changes
+            )
+        return tuple(sorted(ids))
+
     def datanode_tables(self, datanode_id: int) -> tuple[DatanodeTableValue, ...]:
         """The regions a datanode serves, one value per table, by table id."""
-        ids = sorted(self.datanodes.get(datanode_id, _EMPTY))
+        ids = self.datanode_table_ids(datanode_id)
         values = (self.get(datanode_table_key(datanode_id, table_id)) for table_id in ids)
         return tuple(v for v in values if isinstance(v, DatanodeTableValue))
 
@@ -191,11 +198,11 @@ class View:
 
     def holds(self, requirement: Requirement) -> bool:
         """Whether a compare condition holds on this view."""
-        packed = self.values.get(requirement.key)
         if isinstance(requirement, KeyAbsent):
-            return packed is None
+            return requirement.key not in self.values
         if isinstance(requirement, KeyPresent):
-            return packed is not None
+            return requirement.key in self.values
+        packed = self.values.get(requirement.key)
         if isinstance(requirement, KeyAtVersion):
             return isinstance(packed, TableInfoValue | PackedDatanodeTable) and (
                 packed.version == requirement.version
@@ -215,13 +222,13 @@ class View:
             if put:
                 assert mutation.value is not None
                 value = mutation.value
-                previous = values.get(key) if type(value) is TableInfoValue else None
+                previous = values.changed(key) if type(value) is TableInfoValue else None
                 values[key] = pack(value, previous)
             else:
-                values.pop(key, None)
+                values.pop(key)
             if key.startswith(_DATANODE_PREFIX):
                 if datanodes is None:
-                    datanodes = self.datanodes.mutate()
+                    datanodes = self.changed_datanodes.mutate()
                 _index(datanodes, *_datanode_key(key), put)
             elif key.startswith(_RULE_PREFIX):
                 rule = key[len(_RULE_PREFIX) :]
@@ -235,13 +242,9 @@ class View:
         return View(
             self.catalog,
             values.finish(),
-            self.datanodes if datanodes is None else datanodes.finish(),
+            self.changed_datanodes if datanodes is None else datanodes.finish(),
             self.rules if rules is None else rules.finish(),
         )
-
-
-def _is_datanode_key(key: str) -> bool:
-    return key.startswith(_DATANODE_PREFIX)
 
 
 def _datanode_key(key: str) -> tuple[int, int]:

@@ -218,7 +218,7 @@ RegionCallback = Callable[[int, int], object]
 def datanode_regions(view: View, datanode_id: int) -> frozenset[Region]:
     """The regions a datanode serves in `view`, from its `__dn_table` keys."""
     regions: set[Region] = set()
-    for table_id in view.datanodes.get(datanode_id, ()):
+    for table_id in view.datanode_table_ids(datanode_id):
         packed = view.values.get(datanode_table_key(datanode_id, table_id))
         if isinstance(packed, PackedDatanodeTable):
             regions.update((table_id, region) for region in packed.regions)
