@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from itertools import islice, pairwise
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from events.keys import DATANODE_TABLE as _DATANODE_TABLE
 from events.values import Column, KeyRange, Label, LabelRuleValue, PartitionDef
@@ -48,6 +49,8 @@ class _Group:
     start: int
     size: int
     columns: Columns
+    indexed: pa.Array | None = None
+    """Datanode-table groups: the rows with a `__dn_table/…` key (None: all)."""
 
 
 class ColdValues:
@@ -64,7 +67,7 @@ class ColdValues:
         self._rows: dict[str, int] = {}
         self._groups: list[_Group] = []
         self._starts: list[int] = []
-        self._datanodes: dict[int, tuple[int, ...]] | None = None
+        self._datanodes: dict[int, dict[int, Packed]] = {}
         self._lock = threading.Lock()
 
     def add(self, kind: int, keys: pa.Array, columns: Columns) -> None:
@@ -78,7 +81,8 @@ class ColdValues:
         self._rows.update(zip(names, range(start, start + len(names)), strict=True))
         if len(self._rows) != start + len(names):
             raise SnapshotError("a key appears twice in one view")
-        self._groups.append(_Group(kind, start, len(names), columns))
+        indexed = _datanode_rows(keys, columns) if kind == DATANODE_TABLE else None
+        self._groups.append(_Group(kind, start, len(names), columns, indexed))
         self._starts.append(start)
 
     def __len__(self) -> int:
@@ -107,29 +111,46 @@ class ColdValues:
             values = READERS[group.kind](group.columns, self.definitions)
             yield from zip(islice(keys, group.size), values, strict=True)
 
-    def datanode_tables(self, datanode_id: int) -> tuple[int, ...]:
-        """The table ids of the `__dn_table/{datanode}/{table}` keys held, for one datanode.
+    def datanode_tables(self, datanode_id: int) -> dict[int, Packed]:
+        """Table id → packed value of each `__dn_table/{datanode_id}/{table}` key held.
 
-        Derived from the keys (as a view's index is) on the first call, then kept.
+        Built from the datanode's rows (found by their `datanode_id` column,
+        which `add` checked against the keys) on the first call, then kept.
         """
-        index = self._datanodes
-        if index is None:
+        found = self._datanodes.get(datanode_id)
+        if found is None:
+            found = {}
+            for group in self._groups:
+                if group.kind != DATANODE_TABLE:
+                    continue
+                mask = pc.equal(group.columns["datanode_id"], datanode_id)
+                if group.indexed is not None:
+                    mask = pc.and_(mask, group.indexed)
+                if pc.any(mask).as_py():
+                    rows = {name: array.filter(mask) for name, array in group.columns.items()}
+                    values = READERS[DATANODE_TABLE](rows, self.definitions)
+                    found.update((v.table_id, v) for v in values)  # type: ignore[union-attr]
             with self._lock:
-                index = self._datanodes
-                if index is None:
-                    index = self._datanodes = self._datanode_index()
-        return index.get(datanode_id, ())
-
-    def _datanode_index(self) -> dict[int, tuple[int, ...]]:
-        grouped: dict[int, list[int]] = {}
-        for key in filter(_is_datanode_key, self._rows):
-            datanode, table = key[len(_DATANODE_PREFIX) :].split("/")
-            grouped.setdefault(int(datanode), []).append(int(table))
-        return {datanode: tuple(tables) for datanode, tables in grouped.items()}
+                found = self._datanodes.setdefault(datanode_id, found)
+        return found
 
 
-def _is_datanode_key(key: str) -> bool:
-    return key.startswith(_DATANODE_PREFIX)
+def _datanode_rows(keys: pa.Array, columns: Columns) -> pa.Array | None:
+    """Which rows of a datanode-table group have a `__dn_table/…` key (None: all of them).
+
+    Raises:
+        SnapshotError: Such a key does not name the row's datanode and table.
+    """
+    indexed = pc.starts_with(keys, _DATANODE_PREFIX)
+    expected = pc.binary_join_element_wise(
+        _DATANODE_TABLE,
+        pc.cast(columns["datanode_id"], pa.string()),
+        pc.cast(columns["table_id"], pa.string()),
+        "/",
+    )
+    if not pc.all(pc.or_(pc.invert(indexed), pc.equal(keys, expected))).as_py():
+        raise SnapshotError("a `__dn_table` key does not name its row's datanode and table")
+    return None if pc.all(indexed).as_py() else indexed
 
 
 # -- readers: a row group's (or one row's) columns → packed values ----------------

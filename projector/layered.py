@@ -24,7 +24,7 @@ from projector.cold import ColdValues
 from projector.packing import Packed
 
 
-class _Gone:
+class Gone:
     """The tombstone type: a cold key deleted since the snapshot."""
 
     __slots__ = ()
@@ -33,10 +33,10 @@ class _Gone:
         return "GONE"
 
 
-GONE: Final = _Gone()
+GONE: Final = Gone()
 _MISSING: Final = object()
 
-Change = Packed | _Gone
+Change = Packed | Gone
 
 
 class LayeredValues(Mapping[str, Packed]):

@@ -41,7 +41,7 @@ from events.values import (
 )
 from projector.cold import ColdValues
 from projector.labels import effective_labels, rule_id
-from projector.layered import LayeredValues
+from projector.layered import Gone, LayeredValues
 from projector.packing import Packed, PackedDatanodeTable, PackedName, pack, unpack
 
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
@@ -154,23 +154,33 @@ class View:
         value = self.get(removed(table_route_key(table_id)))
         return value if isinstance(value, TableRouteValue) else None
 
-    def datanode_table_ids(self, datanode_id: int) -> tuple[int, ...]:
-        """The ids of the tables a datanode holds a `__dn_table` key for, ascending."""
-        ids = set(self.changed_datanodes.get(datanode_id, _EMPTY))
+    def datanode_entries(self, datanode_id: int) -> dict[int, Packed]:
+        """Table id → packed value of each `__dn_table/{datanode_id}/{table}` key, unordered.
+
+        Cold keys come from the cold layer's per-datanode rows (built once),
+        not one lookup each.
+        """
+        changes = self.values.changes
+        entries: dict[int, Packed] = {}
         cold = self.values.cold
         if cold is not None:
-            changes = self.values.changes
-            ids.update(
-                table_id
-                for table_id in cold.datanode_tables(datanode_id)
-                if datanode_table_key(datanode_id, table_id) not in changes
-            )
-        return tuple(sorted(ids))
+            for table_id, packed in cold.datanode_tables(datanode_id).items():
+                if datanode_table_key(datanode_id, table_id) not in changes:
+                    entries[table_id] = packed
+        for table_id in self.changed_datanodes.get(datanode_id, _EMPTY):
+            change = changes[datanode_table_key(datanode_id, table_id)]
+            assert not isinstance(change, Gone)  # the index holds only the keys held
+            entries[table_id] = change
+        return entries
+
+    def datanode_table_ids(self, datanode_id: int) -> tuple[int, ...]:
+        """The ids of the tables a datanode holds a `__dn_table` key for, ascending."""
+        return tuple(sorted(self.datanode_entries(datanode_id)))
 
     def datanode_tables(self, datanode_id: int) -> tuple[DatanodeTableValue, ...]:
         """The regions a datanode serves, one value per table, by table id."""
-        ids = self.datanode_table_ids(datanode_id)
-        values = (self.get(datanode_table_key(datanode_id, table_id)) for table_id in ids)
+        entries = self.datanode_entries(datanode_id)
+        values = (unpack(entries[table_id]) for table_id in sorted(entries))
         return tuple(v for v in values if isinstance(v, DatanodeTableValue))
 
     def label_rule(self, rule: str) -> LabelRuleValue | None:

@@ -16,7 +16,7 @@ from projector.image import Image
 from projector.layered import GONE, LayeredValues
 from projector.packing import PackedName
 from projector.snapshot import Position, read_snapshot, write_snapshot
-from projector.snapshot_columns import NAME
+from projector.snapshot_columns import DATANODE_TABLE, NAME
 from projector.view import View
 from tests.follower.workload import CATALOG, random_log
 
@@ -113,6 +113,20 @@ def test_a_key_twice_in_one_view_is_refused() -> None:
     cold.add(NAME, pa.array(["k1", "k2"]), {"table_id": pa.array([1, 2], pa.int64())})
     with pytest.raises(SnapshotError, match="appears twice"):
         cold.add(NAME, pa.array(["k3", "k1"]), {"table_id": pa.array([3, 4], pa.int64())})
+
+
+def test_a_datanode_key_that_does_not_name_its_row_is_refused() -> None:
+    columns = {
+        "datanode_id": pa.array([1, 2], pa.int64()),
+        "table_id": pa.array([10, 11], pa.int64()),
+        "version": pa.array([1, 1], pa.int64()),
+        "regions": pa.array([[0], [0]], pa.list_(pa.int64())),
+    }
+    ColdValues(()).add(DATANODE_TABLE, pa.array(["__dn_table/1/10", "__dn_table/2/11"]), columns)
+    with pytest.raises(SnapshotError, match="does not name its row"):
+        ColdValues(()).add(
+            DATANODE_TABLE, pa.array(["__dn_table/1/10", "__dn_table/1/11"]), columns
+        )
 
 
 def test_a_loaded_then_changed_image_writes_every_key(tmp_path: Path) -> None:
