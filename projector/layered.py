@@ -8,9 +8,10 @@ tombstone (`GONE`) in `changes`; a DELETE of a key only `changes` held
 removes it. A replay from the empty log has no cold layer: `changes` is
 everything, as before.
 
-It reads as a `Mapping[str, Packed]`; `len` is kept as a count, and
-equality is by keys and values, whatever the layers (a loaded-then-changed
-map equals the map a full replay builds).
+It reads as a `Mapping[str, Packed]`, and equality is by keys and values,
+whatever the layers (a loaded-then-changed map equals the map a full replay
+builds). Views apply their mutations to `changes` themselves (`delete` for
+a DELETE), as they did to the one HAMT before: the fold's hot path.
 """
 
 from __future__ import annotations
@@ -44,21 +45,18 @@ class LayeredValues(Mapping[str, Packed]):
 
     Args:
         cold: The snapshot's values, or None (a view built by replay).
-        changes: The PUTs (packed values) and cold DELETEs (`GONE`) since.
-        size: The number of keys held (the caller keeps it right; `mutate` does).
+        changes: The PUTs (packed values) and cold DELETEs (`GONE`) since;
+            `GONE` only for keys `cold` holds, and only if there is one.
     """
 
     __slots__ = ("_size", "changes", "cold")
 
     def __init__(
-        self,
-        cold: ColdValues | None = None,
-        changes: Map[str, Change] | None = None,
-        size: int | None = None,
+        self, cold: ColdValues | None = None, changes: Map[str, Change] | None = None
     ) -> None:
         self.cold = cold
         self.changes: Map[str, Change] = Map() if changes is None else changes
-        self._size = (0 if cold is None else len(cold)) if size is None else size
+        self._size: int | None = None
 
     def get(self, key: str, default: Packed | None = None) -> Packed | None:  # type: ignore[override]
         """The packed value under `key` (built from its columns if it is cold), or `default`."""
@@ -86,7 +84,20 @@ class LayeredValues(Mapping[str, Packed]):
         return found is not GONE
 
     def __len__(self) -> int:
-        return self._size
+        size = self._size
+        if size is None:  # counted once per map: a replayed one is its changes
+            cold = self.cold
+            if cold is None:
+                size = len(self.changes)
+            else:
+                size = len(cold)
+                for key, value in self.changes.items():
+                    if value is GONE:
+                        size -= 1
+                    elif key not in cold:
+                        size += 1
+            self._size = size
+        return size
 
     def __iter__(self) -> Iterator[str]:
         changes = self.changes
@@ -135,54 +146,13 @@ class LayeredValues(Mapping[str, Packed]):
         cold = 0 if self.cold is None else len(self.cold)
         return f"LayeredValues({len(self)} keys: {cold} cold, {len(self.changes)} changes)"
 
-    def mutate(self) -> LayeredMutation:
-        """A mutation to apply many changes at once (`immutables.Map.mutate`'s pattern)."""
-        return LayeredMutation(self)
 
-
-class LayeredMutation:
-    """Changes to a `LayeredValues` in progress; `finish` gives the new map."""
-
-    __slots__ = ("_changes", "_cold", "_size")
-
-    def __init__(self, values: LayeredValues) -> None:
-        self._cold = values.cold
-        self._changes: MapMutation[str, Change] = values.changes.mutate()
-        self._size = len(values)
-
-    def changed(self, key: str) -> Packed | None:
-        """The value `key` was given since the snapshot (None if it is cold, absent or deleted).
-
-        Cheap: never builds a cold value (`projector.packing.pack` only wants
-        the previous value to share its columns).
-        """
-        found = self._changes.get(key, None)
-        return None if found is GONE else found  # type: ignore[return-value]
-
-    def _held(self, key: str) -> bool:
-        found = self._changes.get(key, _MISSING)
-        if found is _MISSING:
-            return self._cold is not None and key in self._cold
-        return found is not GONE
-
-    def __setitem__(self, key: str, packed: Packed) -> None:
-        if not self._held(key):
-            self._size += 1
-        self._changes[key] = packed
-
-    def pop(self, key: str) -> None:
-        """Delete `key` if it is held (a tombstone when it is cold)."""
-        if not self._held(key):
-            return
-        self._size -= 1
-        if self._cold is not None and key in self._cold:
-            self._changes[key] = GONE
-        else:
-            del self._changes[key]
-
-    def finish(self) -> LayeredValues:
-        """The new map."""
-        return LayeredValues(self._cold, self._changes.finish(), self._size)
+def delete(changes: MapMutation[str, Change], cold: ColdValues | None, key: str) -> None:
+    """Delete `key` in a mutation of `changes` over `cold`: a tombstone if `cold` holds it."""
+    if cold is not None and key in cold:
+        changes[key] = GONE
+    else:
+        changes.pop(key, None)
 
 
 class _Items(ItemsView[str, Packed]):

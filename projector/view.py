@@ -41,7 +41,7 @@ from events.values import (
 )
 from projector.cold import ColdValues
 from projector.labels import effective_labels, rule_id
-from projector.layered import Gone, LayeredValues
+from projector.layered import Gone, LayeredValues, delete
 from projector.packing import Packed, PackedDatanodeTable, PackedName, pack, unpack
 
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
@@ -222,7 +222,8 @@ class View:
 
     def mutated(self, mutations: Iterable[Mutation]) -> "View":
         """A new view with the mutations applied in order (a DELETE of an absent key is a no-op)."""
-        values = self.values.mutate()
+        cold = self.values.cold
+        values = self.values.changes.mutate()
         # The indexes change rarely: open their mutations only when a key needs them.
         datanodes: MapMutation[int, Map[int, None]] | None = None
         rules: MapMutation[str, LabelRuleValue] | None = None
@@ -232,10 +233,11 @@ class View:
             if put:
                 assert mutation.value is not None
                 value = mutation.value
-                previous = values.changed(key) if type(value) is TableInfoValue else None
-                values[key] = pack(value, previous)
+                # Only a changed value's columns are shared: a cold one is not built for it.
+                previous = values.get(key) if type(value) is TableInfoValue else None
+                values[key] = pack(value, previous)  # type: ignore[arg-type]
             else:
-                values.pop(key)
+                delete(values, cold, key)
             if key.startswith(_DATANODE_PREFIX):
                 if datanodes is None:
                     datanodes = self.changed_datanodes.mutate()
@@ -251,7 +253,7 @@ class View:
                     rules.pop(rule, None)
         return View(
             self.catalog,
-            values.finish(),
+            LayeredValues(cold, values.finish()),
             self.changed_datanodes if datanodes is None else datanodes.finish(),
             self.rules if rules is None else rules.finish(),
         )
