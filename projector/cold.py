@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice, pairwise
 
@@ -110,6 +110,24 @@ class ColdValues:
         for group in self._groups:
             values = READERS[group.kind](group.columns, self.definitions)
             yield from zip(islice(keys, group.size), values, strict=True)
+
+    def untouched(self, changes: Mapping[str, object]) -> Iterator[tuple[int, list[str], Columns]]:
+        """Each row group's kind, keys and columns, less the rows whose key `changes` holds.
+
+        For a snapshot write: the rows go back out as they came in, unbuilt.
+        """
+        keys = iter(self._rows)
+        for group in self._groups:
+            names = list(islice(keys, group.size))
+            columns = group.columns
+            if changes:
+                keep = [key not in changes for key in names]
+                if not all(keep):
+                    mask = pa.array(keep, pa.bool_())
+                    names = [key for key, kept in zip(names, keep, strict=True) if kept]
+                    columns = {name: array.filter(mask) for name, array in columns.items()}
+            if names:
+                yield group.kind, names, columns
 
     def datanode_tables(self, datanode_id: int) -> dict[int, Packed]:
         """Table id → packed value of each `__dn_table/{datanode_id}/{table}` key held.

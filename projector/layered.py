@@ -117,11 +117,15 @@ class LayeredValues(Mapping[str, Packed]):
         """Every value (a full scan, as `items`)."""
         return _Values(self)
 
-    def _items(self) -> Iterator[tuple[str, Packed]]:
-        changes = self.changes
-        for key, value in changes.items():
+    def changed_items(self) -> Iterator[tuple[str, Packed]]:
+        """The keys PUT since the snapshot and their values (every key, without one)."""
+        for key, value in self.changes.items():
             if value is not GONE:
                 yield key, value  # type: ignore[misc]
+
+    def _items(self) -> Iterator[tuple[str, Packed]]:
+        changes = self.changes
+        yield from self.changed_items()
         if self.cold is not None:
             for key, packed in self.cold.items():
                 if key not in changes:
