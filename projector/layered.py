@@ -138,10 +138,14 @@ class LayeredValues(Mapping[str, Packed]):
             return True
         if len(self) != len(other):
             return False
+        if self.cold is None and other.cold is None:
+            return self.changes == other.changes
         if self.cold is other.cold:  # equal outside the changes: compare only those keys
             keys = set(self.changes.keys()) | set(other.changes.keys())
             return all(self.get(key) == other.get(key) for key in keys)
-        return all(other.get(key) == value for key, value in self._items())
+        # Scan the side with a cold layer (built a row group at a time), probe the other.
+        scan, probe = (other, self) if self.cold is None else (self, other)
+        return all(probe.get(key) == value for key, value in scan._items())
 
     def __hash__(self) -> int:
         return hash(len(self))
