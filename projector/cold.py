@@ -37,6 +37,9 @@ from projector.snapshot_columns import DATANODE_TABLE, INFO, NAME, ROUTE, RULE
 
 _DATANODE_PREFIX = _DATANODE_TABLE + "/"
 
+_RECENT = 1024
+"""Values built by `get` kept for the next reads of the same keys (then dropped at once)."""
+
 Columns = dict[str, pa.Array]
 Reader = Callable[[Columns, Sequence[Column]], Sequence[Packed]]
 
@@ -60,7 +63,7 @@ class ColdValues:
         definitions: The snapshot's column definitions (infos hold indexes into them).
     """
 
-    __slots__ = ("_datanodes", "_groups", "_lock", "_rows", "_starts", "definitions")
+    __slots__ = ("_datanodes", "_groups", "_lock", "_recent", "_rows", "_starts", "definitions")
 
     def __init__(self, definitions: Sequence[Column]) -> None:
         self.definitions = definitions
@@ -68,6 +71,7 @@ class ColdValues:
         self._groups: list[_Group] = []
         self._starts: list[int] = []
         self._datanodes: dict[int, dict[int, Packed]] = {}
+        self._recent: dict[str, Packed] = {}
         self._lock = threading.Lock()
 
     def add(self, kind: int, keys: pa.Array, columns: Columns) -> None:
@@ -96,13 +100,23 @@ class ColdValues:
 
     def get(self, key: str) -> Packed | None:
         """The packed value under `key`, built from its row; None if the key is not held."""
+        recent = self._recent
+        value = recent.get(key)
+        if value is not None:
+            return value
         row = self._rows.get(key)
         if row is None:
             return None
         group = self._groups[bisect.bisect_right(self._starts, row) - 1]
         at = row - group.start
         one = {name: array.slice(at, 1) for name, array in group.columns.items()}
-        return READERS[group.kind](one, self.definitions)[0]
+        value = READERS[group.kind](one, self.definitions)[0]
+        # A change reads a key more than once (its requirement, then the table's
+        # version); values are immutable, so the last few built are kept to share.
+        if len(recent) >= _RECENT:
+            recent.clear()
+        recent[key] = value
+        return value
 
     def items(self) -> Iterator[tuple[str, Packed]]:
         """Every key and its packed value, in row order, built a row group at a time."""
