@@ -78,8 +78,8 @@ class View:
 
         Args:
             catalog: The catalog.
-            cold: The snapshot's values (`projector.cold`); its datanode index
-                is derived from its keys when first asked for.
+            cold: The snapshot's values (`projector.cold`); it indexes its
+                datanode-table rows per datanode when first asked.
             rules: Its `__label_rule/…` keys and their values (the loader
                 builds them: there are few).
         """
