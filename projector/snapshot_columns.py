@@ -13,20 +13,22 @@ memory. Pending changes stay Avro-encoded events (they are few).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from events.codec import encode_event
-from events.values import LabelRuleValue, TableInfoValue
-from projector.image import Image
+from events.values import Column, LabelRuleValue, TableInfoValue
 from projector.packing import (
     PackedDatanodeTable,
     PackedName,
     PackedRoute,
 )
-from projector.view import View
+
+if TYPE_CHECKING:  # the image's modules read this one's layout constants (`projector.cold`)
+    from projector.image import Image
+    from projector.view import View
 
 FORMAT = 2
 """Bumped whenever the layout changes; other formats are refused, never misread."""
@@ -110,13 +112,20 @@ OPTIONAL: dict[int, tuple[str, ...]] = {COLUMN: ("default_value",)}
 
 
 def image_batches(image: Image) -> Iterator[pa.RecordBatch]:
-    """The image's rows, column definitions first, in record batches of one kind each."""
+    """The image's rows, column definitions first, in record batches of one kind each.
+
+    A view's cold rows (`projector.cold`) untouched since the load go back
+    out as the columns they were read as, not built one value at a time:
+    their column definitions are numbered first, in the order their rows use.
+    """
     views = [(HEAD, image.head)]
     if image.published is not image.head:
         views.append((PUBLISHED, image.published))
-    grouped = [(section, _by_kind(view)) for section, view in views]
-    definitions: dict[tuple[str, str, bool, str | None], int] = {}
+    definitions: dict[Spec, int] = {}
     by_id: dict[int, int] = {}
+    seeded = _seed([view for _, view in views], definitions, by_id)
+    passed = [(section, view, _passes(view, seeded)) for section, view in views]
+    grouped = [(section, _by_kind(view, passes)) for section, view, passes in passed]
     info_rows = [
         (section, _info_columns(kinds[INFO], definitions, by_id)) for section, kinds in grouped
     ]
@@ -128,12 +137,18 @@ def image_batches(image: Image) -> Iterator[pa.RecordBatch]:
             for i, name in enumerate(("column_name", "data_type", "nullable", "default_value"))
         },
     )
-    for (section, kinds), (_, info_columns) in zip(grouped, info_rows, strict=True):
+    for (section, kinds), (_, info_columns), (_, view, passes) in zip(
+        grouped, info_rows, passed, strict=True
+    ):
         yield from _batches(section, INFO, info_columns)
         yield from _batches(section, NAME, _name_columns(kinds[NAME]))
         yield from _batches(section, ROUTE, _route_columns(kinds[ROUTE]))
         yield from _batches(section, DATANODE_TABLE, _datanode_columns(kinds[DATANODE_TABLE]))
         yield from _batches(section, RULE, _rule_columns(kinds[RULE]))
+        if passes:
+            assert view.values.cold is not None
+            for kind, keys, columns in view.values.cold.untouched(view.values.changes):
+                yield from _batches(section, kind, {"key": keys, **columns})
     changes = sorted(image.pending.items())
     yield from _batches(
         PENDING,
@@ -147,9 +162,41 @@ def image_batches(image: Image) -> Iterator[pa.RecordBatch]:
 
 
 Rows = list[tuple[str, Any]]
+Columns = dict[str, Any]
+"""Column name → a list of values, or an Arrow array (a cold layer's rows)."""
 
 
-def _by_kind(view: View) -> dict[int, Rows]:
+Spec = tuple[str, str, bool, str | None]
+
+
+def _spec(column: Column) -> Spec:
+    return (column.name, column.data_type, column.nullable, column.default_value)
+
+
+def _seed(
+    views: list[View], definitions: dict[Spec, int], by_id: dict[int, int]
+) -> Sequence[Column] | None:
+    """Number a cold layer's column definitions first, as its rows number them.
+
+    Returns:
+        Those definitions, or None when there is no cold layer or its
+        definitions repeat one (then its rows cannot keep their numbers).
+    """
+    cold = next((v.values.cold for v in views if v.values.cold is not None), None)
+    if cold is None:
+        return None
+    for column in cold.definitions:
+        by_id[id(column)] = definitions.setdefault(_spec(column), len(definitions))
+    return cold.definitions if len(definitions) == len(cold.definitions) else None
+
+
+def _passes(view: View, seeded: Sequence[Column] | None) -> bool:
+    """Whether the view's untouched cold rows go out as their columns (numbered as seeded)."""
+    cold = view.values.cold
+    return cold is not None and seeded is not None and cold.definitions is seeded
+
+
+def _by_kind(view: View, passes: bool) -> dict[int, Rows]:
     kinds: dict[int, Rows] = {INFO: [], NAME: [], ROUTE: [], DATANODE_TABLE: [], RULE: []}
     kind_of = {
         TableInfoValue: INFO,
@@ -158,22 +205,22 @@ def _by_kind(view: View) -> dict[int, Rows]:
         PackedDatanodeTable: DATANODE_TABLE,
         LabelRuleValue: RULE,
     }
-    for key, packed in view.values.items():
+    values = view.values
+    # When the cold rows go out as columns, only the changes are built into rows.
+    for key, packed in values.changed_items() if passes else values.items():
         kinds[kind_of[type(packed)]].append((key, packed))
     return kinds
 
 
-def _info_columns(
-    rows: Rows, definitions: dict[tuple[str, str, bool, str | None], int], by_id: dict[int, int]
-) -> dict[str, list[Any]]:
+def _info_columns(rows: Rows, definitions: dict[Spec, int], by_id: dict[int, int]) -> Columns:
     columns: list[list[int]] = []
     for _, info in rows:
         indexes = []
         for column in info.columns:
             index = by_id.get(id(column))
             if index is None:
-                spec = (column.name, column.data_type, column.nullable, column.default_value)
-                index = by_id[id(column)] = definitions.setdefault(spec, len(definitions))
+                index = definitions.setdefault(_spec(column), len(definitions))
+                by_id[id(column)] = index
             indexes.append(index)
         columns.append(indexes)
     infos = [info for _, info in rows]
@@ -191,11 +238,11 @@ def _info_columns(
     }
 
 
-def _name_columns(rows: Rows) -> dict[str, list[Any]]:
+def _name_columns(rows: Rows) -> Columns:
     return {"key": [k for k, _ in rows], "table_id": [v.table_id for _, v in rows]}
 
 
-def _route_columns(rows: Rows) -> dict[str, list[Any]]:
+def _route_columns(rows: Rows) -> Columns:
     return {
         "key": [k for k, _ in rows],
         "table_id": [v.table_id for _, v in rows],
@@ -203,7 +250,7 @@ def _route_columns(rows: Rows) -> dict[str, list[Any]]:
     }
 
 
-def _datanode_columns(rows: Rows) -> dict[str, list[Any]]:
+def _datanode_columns(rows: Rows) -> Columns:
     values = [v for _, v in rows]
     return {
         "key": [k for k, _ in rows],
@@ -214,7 +261,7 @@ def _datanode_columns(rows: Rows) -> dict[str, list[Any]]:
     }
 
 
-def _rule_columns(rows: Rows) -> dict[str, list[Any]]:
+def _rule_columns(rows: Rows) -> Columns:
     values = [v for _, v in rows]
     return {
         "key": [k for k, _ in rows],
@@ -225,18 +272,23 @@ def _rule_columns(rows: Rows) -> dict[str, list[Any]]:
     }
 
 
-def _batches(section: int, kind: int, columns: dict[str, list[Any]]) -> Iterator[pa.RecordBatch]:
+def _batches(section: int, kind: int, columns: Columns) -> Iterator[pa.RecordBatch]:
+    """Record batches of up to `CHUNK` rows; a column is a list of values or an Arrow array."""
     rows = len(next(iter(columns.values())))
     for start in range(0, rows, CHUNK):
         n = min(CHUNK, rows - start)
         arrays = []
         for field in SCHEMA:
+            values = columns.get(field.name)
             if field.name == "section":
                 arrays.append(pa.array([section] * n, pa.int8()))
             elif field.name == "kind":
                 arrays.append(pa.array([kind] * n, pa.int8()))
-            elif field.name in columns:
-                arrays.append(pa.array(columns[field.name][start : start + n], field.type))
+            elif isinstance(values, pa.Array):
+                array = values.slice(start, n)
+                arrays.append(array if array.type == field.type else array.cast(field.type))
+            elif values is not None:
+                arrays.append(pa.array(values[start : start + n], field.type))
             else:
                 arrays.append(pa.nulls(n, field.type))
         yield pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)

@@ -2,45 +2,33 @@
 
 Each row group's structure is checked once (one `(section, kind)` from the
 column statistics, no nulls where the kind needs a value, column indexes in
-range); then the packed values are built straight from the columns: no JSON,
-no per-value pydantic validation.
+range); then its columns are kept as they are, under a dict from key to row
+(`projector.cold`): a value is built from its row when it is first read, not
+at load. Only the few label rules are built now, for the view's rule index.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import pairwise
-
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from immutables import Map
 
 from events.codec import decode_event
-from events.values import Column, KeyRange, Label, LabelRuleValue, PartitionDef
+from events.values import Column
+from projector.cold import READERS, ColdValues
 from projector.errors import SnapshotError
 from projector.image import PendingChange
-from projector.packing import (
-    Packed,
-    PackedDatanodeTable,
-    PackedName,
-    PackedRoute,
-    built,
-    packed_infos,
-    shared_column,
-)
+from projector.packing import Packed, shared_column
 from projector.snapshot_columns import (
     CHANGE,
     COLUMN,
-    DATANODE_TABLE,
     DEFINITIONS,
     HEAD,
     INFO,
-    NAME,
     NEEDS,
     OPTIONAL,
     PENDING,
     PUBLISHED,
-    ROUTE,
     RULE,
 )
 from projector.view import View
@@ -55,9 +43,9 @@ def load_views(
         SnapshotError: A row group does not have the layout's structure.
     """
     definitions: list[Column] = []
-    values = {HEAD: Map[str, Packed]().mutate(), PUBLISHED: Map[str, Packed]().mutate()}
+    cold = {HEAD: ColdValues(definitions), PUBLISHED: ColdValues(definitions)}
+    rules: dict[int, list[tuple[str, Packed]]] = {HEAD: [], PUBLISHED: []}
     pending: dict[int, PendingChange] = {}
-    index_keys: dict[int, list[str]] = {HEAD: [], PUBLISHED: []}
     for group in range(parquet.num_row_groups):
         section, kind = _group_kind(parquet, group)
         table = parquet.read_row_group(group, columns=[*NEEDS[kind], *OPTIONAL.get(kind, ())])
@@ -70,15 +58,16 @@ def load_views(
             ):
                 pending[int(rv)] = PendingChange(decode_event(data), epoch)
         else:
-            keys: list[str] = columns["key"].to_pylist()
-            values[section].update(zip(keys, _READERS[kind](columns, definitions), strict=True))
-            if kind in (DATANODE_TABLE, RULE):
-                index_keys[section].extend(keys)
-    head = View.from_values(catalog, values[HEAD].finish(), index_keys[HEAD])
+            if kind == INFO:
+                _check_indexes(columns, len(definitions))
+            keys = columns.pop("key")
+            if kind == RULE:
+                values = READERS[RULE](columns, definitions)
+                rules[section].extend(zip(keys.to_pylist(), values, strict=True))
+            cold[section].add(kind, keys, columns)
+    head = View.from_cold(catalog, cold[HEAD], rules[HEAD])
     published = (
-        head
-        if published_is_head
-        else View.from_values(catalog, values[PUBLISHED].finish(), index_keys[PUBLISHED])
+        head if published_is_head else View.from_cold(catalog, cold[PUBLISHED], rules[PUBLISHED])
     )
     return head, published, pending
 
@@ -106,22 +95,6 @@ def _array(table: pa.Table, name: str, required: bool) -> pa.Array:
     return array
 
 
-def _ints(array: pa.Array) -> list[int]:
-    return array.to_pylist()
-
-
-def _strings(array: pa.Array) -> list[str]:
-    if isinstance(array, pa.DictionaryArray):
-        words = array.dictionary.to_pylist()  # shared: one string per distinct value
-        return [words[i] for i in _ints(array.indices)]
-    return array.to_pylist()
-
-
-def _lists(array: pa.ListArray | pa.MapArray) -> tuple[list[int], pa.Array]:
-    """A list column's offsets and the flat values they index."""
-    return _ints(array.offsets), array.values
-
-
 def _definitions(columns: dict[str, pa.Array]) -> list[Column]:
     fields = zip(
         *(
@@ -136,101 +109,8 @@ def _definitions(columns: dict[str, pa.Array]) -> list[Column]:
     ]
 
 
-def _infos(columns: dict[str, pa.Array], definitions: Sequence[Column]) -> Sequence[Packed]:
-    offsets, flat = _lists(columns["columns"])
-    indexes = _ints(flat)
-    if indexes and not 0 <= min(indexes) <= max(indexes) < len(definitions):
-        raise SnapshotError(f"a column index is outside the {len(definitions)} definitions")
-    shared = list(map(definitions.__getitem__, indexes))
-    column_tuples = [tuple(shared[a:b]) for a, b in pairwise(offsets)]
-    keys_at, pk_flat = _lists(columns["primary_key"])
-    pk_names = pk_flat.to_pylist()
-    keys: dict[tuple[str, ...], tuple[str, ...]] = {}
-    primary_keys = [
-        keys.setdefault(pk, pk) for pk in (tuple(pk_names[a:b]) for a, b in pairwise(keys_at))
-    ]
-    options = columns["options"]
-    option_at = _ints(options.offsets)
-    names, items = options.keys.to_pylist(), options.items.to_pylist()
-    option_dicts = [
-        dict(zip(names[a:b], items[a:b], strict=True)) if a != b else {}
-        for a, b in pairwise(option_at)
-    ]
-    partitions = [
-        tuple(built(PartitionDef, p) for p in parts) if parts else ()
-        for parts in columns["partitions"].to_pylist()
-    ]
-    return packed_infos(
-        {
-            "type": "TableInfoValue", "table_id": table_id, "catalog": catalog,
-            "schema_name": schema, "table_name": name, "columns": column_tuple,
-            "primary_key": primary_key, "options": option, "partitions": partition,
-            "version": version,
-        }
-        for table_id, catalog, schema, name, column_tuple, primary_key, option, partition, version
-        in zip(
-            _ints(columns["table_id"]), _strings(columns["catalog"]),
-            _strings(columns["schema_name"]), _strings(columns["table_name"]), column_tuples,
-            primary_keys, option_dicts, partitions, _ints(columns["version"]), strict=True,
-        )
-    )  # fmt: skip
-
-
-def _names(columns: dict[str, pa.Array], _: Sequence[Column]) -> Sequence[Packed]:
-    return list(map(PackedName, _ints(columns["table_id"])))
-
-
-def _routes(columns: dict[str, pa.Array], _: Sequence[Column]) -> Sequence[Packed]:
-    offsets, regions = _lists(columns["routes"])
-    ids = _ints(regions.field("region_id"))
-    leaders = _ints(regions.field("leader_datanode"))
-    follower_at, follower_flat = _lists(regions.field("follower_datanodes"))
-    followers = _ints(follower_flat)
-    routes = [
-        (region, leader, tuple(followers[a:b]) if a != b else ())
-        for region, leader, (a, b) in zip(ids, leaders, pairwise(follower_at), strict=True)
-    ]
-    return [
-        PackedRoute(table_id, tuple(routes[a:b]))
-        for table_id, (a, b) in zip(_ints(columns["table_id"]), pairwise(offsets), strict=True)
-    ]
-
-
-def _datanode_tables(columns: dict[str, pa.Array], _: Sequence[Column]) -> Sequence[Packed]:
-    offsets, flat = _lists(columns["regions"])
-    regions = _ints(flat)
-    return [
-        PackedDatanodeTable(datanode, table_id, tuple(regions[a:b]), version)
-        for datanode, table_id, version, (a, b) in zip(
-            _ints(columns["datanode_id"]), _ints(columns["table_id"]), _ints(columns["version"]),
-            pairwise(offsets), strict=True,
-        )
-    ]  # fmt: skip
-
-
-def _rules(columns: dict[str, pa.Array], _: Sequence[Column]) -> Sequence[Packed]:
-    fields = zip(
-        *(columns[n].to_pylist() for n in ("rule_id", "rule_type", "labels", "ranges")), strict=True
-    )
-    return [
-        built(
-            LabelRuleValue,
-            {
-                "type": "LabelRuleValue",
-                "rule_id": rule,
-                "rule_type": rule_type,
-                "labels": tuple(built(Label, label) for label in labels),
-                "ranges": tuple(built(KeyRange, key_range) for key_range in ranges),
-            },
-        )
-        for rule, rule_type, labels, ranges in fields
-    ]
-
-
-_READERS = {
-    INFO: _infos,
-    NAME: _names,
-    ROUTE: _routes,
-    DATANODE_TABLE: _datanode_tables,
-    RULE: _rules,
-}
+def _check_indexes(columns: dict[str, pa.Array], definitions: int) -> None:
+    """Every column index of an info row group points at a definition."""
+    low, high = pc.min_max(columns["columns"].values).values()
+    if low.is_valid and not 0 <= low.as_py() <= high.as_py() < definitions:
+        raise SnapshotError(f"a column index is outside the {definitions} definitions")

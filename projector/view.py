@@ -1,9 +1,10 @@
 """A view: one consistent state of a catalog's key/value space, with its indexes.
 
 The image holds two views (DESIGN.md, "Words"): `head`, everything committed,
-which the leader decides on, and `published`, what followers show. Both are
-persistent maps (`immutables.Map`, a HAMT), so a new view shares all but
-O(log n) nodes with the previous one.
+which the leader decides on, and `published`, what followers show. Their
+changes are persistent maps (`immutables.Map`, a HAMT), so a new view shares
+all but O(log n) nodes with the previous one; a view loaded from a snapshot
+keeps the snapshot's values in their columns beneath (`projector.layered`).
 """
 
 from collections.abc import Iterable, Iterator
@@ -38,13 +39,14 @@ from events.values import (
     TableInfoValue,
     TableRouteValue,
 )
+from projector.cold import ColdValues
 from projector.labels import effective_labels, rule_id
+from projector.layered import Gone, LayeredValues, delete
 from projector.packing import Packed, PackedDatanodeTable, PackedName, pack, unpack
 
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
 _RULE_PREFIX = LABEL_RULE + "/"
 _REMOVED_INFO_PREFIX = removed(TABLE_INFO) + "/"
-_INDEXED_PREFIXES = (_DATANODE_PREFIX, _RULE_PREFIX)
 
 _EMPTY: Map[int, None] = Map()
 
@@ -55,48 +57,38 @@ class View:
 
     Attributes:
         catalog: The catalog the keys belong to.
-        values: Every key and its packed value (see `projector.packing`).
-        datanodes: Datanode id → the ids of the tables it holds a `__dn_table` key for.
+        values: Every key and its packed value (see `projector.packing`): a
+            loaded snapshot's cold values under the changes since (`projector.layered`).
+        changed_datanodes: Datanode id → the ids of the tables whose
+            `__dn_table` key is held in `values.changes` (the cold ones are
+            indexed by `values.cold`); see `datanode_table_ids`.
         rules: Label rule id → rule, so rules can be listed without a scan.
     """
 
     catalog: str
-    values: Map[str, Packed] = field(default_factory=Map)
-    datanodes: Map[int, Map[int, None]] = field(default_factory=Map)
+    values: LayeredValues = field(default_factory=LayeredValues)
+    changed_datanodes: Map[int, Map[int, None]] = field(default_factory=Map)
     rules: Map[str, LabelRuleValue] = field(default_factory=Map)
 
     @classmethod
-    def from_values(
-        cls, catalog: str, values: Map[str, Packed], index_keys: Iterable[str] | None = None
+    def from_cold(
+        cls, catalog: str, cold: ColdValues, rules: Iterable[tuple[str, Packed]]
     ) -> "View":
-        """A view over `values` with the indexes `mutated` keeps, derived from the keys.
+        """A view over a loaded snapshot's values, with the indexes `mutated` keeps.
 
         Args:
             catalog: The catalog.
-            values: Every key and its packed value.
-            index_keys: The keys that may feed an index (`__dn_table/…`,
-                `__label_rule/…`), when the caller knows them (a snapshot load
-                does): saves a scan of every key. Default: scan `values`.
+            cold: The snapshot's values (`projector.cold`); it indexes its
+                datanode-table rows per datanode when first asked.
+            rules: Its `__label_rule/…` keys and their values (the loader
+                builds them: there are few).
         """
-        datanodes: dict[int, dict[int, None]] = {}
-        rules: dict[str, LabelRuleValue] = {}
-        candidates = values if index_keys is None else index_keys
-        indexed = [k for k in candidates if k.startswith(_INDEXED_PREFIXES)]
-        for datanode, table in map(_datanode_key, filter(_is_datanode_key, indexed)):
-            tables = datanodes.get(datanode)
-            if tables is None:
-                tables = datanodes[datanode] = {}
-            tables[table] = None
-        for key in indexed:
-            packed = values[key]
-            if isinstance(packed, LabelRuleValue) and key.startswith(_RULE_PREFIX):
-                rules[key[len(_RULE_PREFIX) :]] = packed
-        return cls(
-            catalog,
-            values,
-            Map({datanode: Map(tables) for datanode, tables in datanodes.items()}),
-            Map(rules),
-        )
+        index = {
+            key[len(_RULE_PREFIX) :]: packed
+            for key, packed in rules
+            if isinstance(packed, LabelRuleValue) and key.startswith(_RULE_PREFIX)
+        }
+        return cls(catalog, LayeredValues(cold), Map(), Map(index))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, View):
@@ -136,9 +128,11 @@ class View:
 
     def removed_tables(self) -> Iterator[TableInfoValue]:
         """Every dropped, not yet purged table; a scan of all keys (recover by name is rare)."""
-        for key, packed in self.values.items():
-            if key.startswith(_REMOVED_INFO_PREFIX) and isinstance(packed, TableInfoValue):
-                yield packed
+        for key in self.values:
+            if key.startswith(_REMOVED_INFO_PREFIX):
+                packed = self.values.get(key)
+                if isinstance(packed, TableInfoValue):
+                    yield packed
 
     def table_id(self, schema_name: str, table_name: str) -> int | None:
         """The id the name `{schema}.{table}` points to."""
@@ -160,10 +154,33 @@ class View:
         value = self.get(removed(table_route_key(table_id)))
         return value if isinstance(value, TableRouteValue) else None
 
+    def datanode_entries(self, datanode_id: int) -> dict[int, Packed]:
+        """Table id → packed value of each `__dn_table/{datanode_id}/{table}` key, unordered.
+
+        Cold keys come from the cold layer's per-datanode rows (built once),
+        not one lookup each.
+        """
+        changes = self.values.changes
+        entries: dict[int, Packed] = {}
+        cold = self.values.cold
+        if cold is not None:
+            for table_id, packed in cold.datanode_tables(datanode_id).items():
+                if datanode_table_key(datanode_id, table_id) not in changes:
+                    entries[table_id] = packed
+        for table_id in self.changed_datanodes.get(datanode_id, _EMPTY):
+            change = changes[datanode_table_key(datanode_id, table_id)]
+            assert not isinstance(change, Gone)  # the index holds only the keys held
+            entries[table_id] = change
+        return entries
+
+    def datanode_table_ids(self, datanode_id: int) -> tuple[int, ...]:
+        """The ids of the tables a datanode holds a `__dn_table` key for, ascending."""
+        return tuple(sorted(self.datanode_entries(datanode_id)))
+
     def datanode_tables(self, datanode_id: int) -> tuple[DatanodeTableValue, ...]:
         """The regions a datanode serves, one value per table, by table id."""
-        ids = sorted(self.datanodes.get(datanode_id, _EMPTY))
-        values = (self.get(datanode_table_key(datanode_id, table_id)) for table_id in ids)
+        entries = self.datanode_entries(datanode_id)
+        values = (unpack(entries[table_id]) for table_id in sorted(entries))
         return tuple(v for v in values if isinstance(v, DatanodeTableValue))
 
     def label_rule(self, rule: str) -> LabelRuleValue | None:
@@ -191,11 +208,11 @@ class View:
 
     def holds(self, requirement: Requirement) -> bool:
         """Whether a compare condition holds on this view."""
-        packed = self.values.get(requirement.key)
         if isinstance(requirement, KeyAbsent):
-            return packed is None
+            return requirement.key not in self.values
         if isinstance(requirement, KeyPresent):
-            return packed is not None
+            return requirement.key in self.values
+        packed = self.values.get(requirement.key)
         if isinstance(requirement, KeyAtVersion):
             return isinstance(packed, TableInfoValue | PackedDatanodeTable) and (
                 packed.version == requirement.version
@@ -205,7 +222,8 @@ class View:
 
     def mutated(self, mutations: Iterable[Mutation]) -> "View":
         """A new view with the mutations applied in order (a DELETE of an absent key is a no-op)."""
-        values = self.values.mutate()
+        cold = self.values.cold
+        values = self.values.changes.mutate()
         # The indexes change rarely: open their mutations only when a key needs them.
         datanodes: MapMutation[int, Map[int, None]] | None = None
         rules: MapMutation[str, LabelRuleValue] | None = None
@@ -215,13 +233,14 @@ class View:
             if put:
                 assert mutation.value is not None
                 value = mutation.value
+                # Only a changed value's columns are shared: a cold one is not built for it.
                 previous = values.get(key) if type(value) is TableInfoValue else None
-                values[key] = pack(value, previous)
+                values[key] = pack(value, previous)  # type: ignore[arg-type]
             else:
-                values.pop(key, None)
+                delete(values, cold, key)
             if key.startswith(_DATANODE_PREFIX):
                 if datanodes is None:
-                    datanodes = self.datanodes.mutate()
+                    datanodes = self.changed_datanodes.mutate()
                 _index(datanodes, *_datanode_key(key), put)
             elif key.startswith(_RULE_PREFIX):
                 rule = key[len(_RULE_PREFIX) :]
@@ -234,14 +253,10 @@ class View:
                     rules.pop(rule, None)
         return View(
             self.catalog,
-            values.finish(),
-            self.datanodes if datanodes is None else datanodes.finish(),
+            LayeredValues(cold, values.finish()),
+            self.changed_datanodes if datanodes is None else datanodes.finish(),
             self.rules if rules is None else rules.finish(),
         )
-
-
-def _is_datanode_key(key: str) -> bool:
-    return key.startswith(_DATANODE_PREFIX)
 
 
 def _datanode_key(key: str) -> tuple[int, int]:

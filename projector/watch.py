@@ -21,7 +21,6 @@ from typing import Self
 from events.changes import MutationOp
 from events.event import Event
 from events.intents import StableEpochAdvanced
-from events.keys import datanode_table_key
 from events.values import KeyValue
 from projector.errors import ResourceVersionTooOld
 from projector.image import Image
@@ -218,8 +217,7 @@ RegionCallback = Callable[[int, int], object]
 def datanode_regions(view: View, datanode_id: int) -> frozenset[Region]:
     """The regions a datanode serves in `view`, from its `__dn_table` keys."""
     regions: set[Region] = set()
-    for table_id in view.datanodes.get(datanode_id, ()):
-        packed = view.values.get(datanode_table_key(datanode_id, table_id))
+    for table_id, packed in view.datanode_entries(datanode_id).items():
         if isinstance(packed, PackedDatanodeTable):
             regions.update((table_id, region) for region in packed.regions)
     return frozenset(regions)

@@ -1,0 +1,144 @@
+"""A loaded view's cold layer (`projector.cold`) and the changes above it (`projector.layered`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from events.changes import Mutation, MutationOp
+from events.values import TableInfoValue, TableNameValue
+from projector.apply import replay
+from projector.cold import ColdValues
+from projector.errors import SnapshotError
+from projector.image import Image
+from projector.layered import GONE, LayeredValues
+from projector.packing import PackedName
+from projector.snapshot import Position, read_snapshot, write_snapshot
+from projector.snapshot_columns import DATANODE_TABLE, NAME
+from projector.view import View
+from tests.follower.workload import CATALOG, random_log
+
+POSITION = Position("t.events", 0, 7)
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Image, Image]:
+    """(The image a snapshot loads into, the replayed image it was written from)."""
+    image = replay(Image.empty(CATALOG), random_log(60, seed=3).events)
+    folder = tmp_path_factory.mktemp("snapshots")
+    return read_snapshot(write_snapshot(folder, image, POSITION))[0], image
+
+
+def test_a_loaded_view_builds_values_on_read_and_a_lookup_equals_the_scan(
+    loaded: tuple[Image, Image],
+) -> None:
+    image, replayed = loaded
+    values = image.head.values
+    cold = values.cold
+    assert cold is not None and len(values.changes) == 0 and len(cold) == len(replayed.head)
+    scanned = dict(cold.items())
+    assert scanned.keys() == set(replayed.head.values)
+    for key, packed in scanned.items():
+        alone = cold.get(key)
+        assert alone == packed == replayed.head.values[key] and type(alone) is type(packed), key
+    assert cold.get("__table_info/999999") is None and "__table_info/999999" not in cold
+
+
+def test_deleting_a_cold_key_leaves_a_tombstone_and_a_put_brings_it_back(
+    loaded: tuple[Image, Image],
+) -> None:
+    head = loaded[0].head
+    key = next(k for k in head.values if k.startswith("__table_name/"))
+    before = head.values[key]
+    gone = head.mutated([Mutation(key=key, op=MutationOp.DELETE)])
+    assert gone.values.changes[key] is GONE
+    assert key not in gone and gone.get(key) is None and key not in set(gone.values)
+    assert len(gone) == len(head) - 1 and key not in dict(gone.values.items())
+    assert head.values[key] == before  # the loaded view never changes
+    back = gone.mutated([Mutation(key=key, op=MutationOp.PUT, value=TableNameValue(table_id=5))])
+    assert back.values[key] == PackedName(5) and len(back) == len(head)
+    again = gone.mutated([Mutation(key=key, op=MutationOp.DELETE)])  # already gone: a no-op
+    assert len(again) == len(gone) and again == gone
+
+
+def test_a_key_only_the_changes_held_is_removed_outright(loaded: tuple[Image, Image]) -> None:
+    head = loaded[0].head
+    key = "__table_name/c/public/brand_new"
+    put = head.mutated([Mutation(key=key, op=MutationOp.PUT, value=TableNameValue(table_id=9))])
+    assert len(put) == len(head) + 1 and put.get(key) == TableNameValue(table_id=9)
+    dropped = put.mutated([Mutation(key=key, op=MutationOp.DELETE)])
+    assert key not in dropped.values.changes and len(dropped) == len(head)
+    assert dropped == head
+
+
+def test_views_are_equal_by_content_whatever_holds_the_values(
+    loaded: tuple[Image, Image],
+) -> None:
+    image, replayed = loaded
+    assert image == replayed and image.head == replayed.head
+    assert replayed.head.values.cold is None  # all in changes vs all cold
+    key = next(k for k in image.head.values if k.startswith("__table_info/"))
+    info = image.head.values[key]
+    assert isinstance(info, TableInfoValue)
+    same = image.head.mutated([Mutation(key=key, op=MutationOp.PUT, value=info)])
+    assert key in same.values.changes and same == image.head == replayed.head
+    bumped = info.model_copy(update={"version": info.version + 1})
+    other = image.head.mutated([Mutation(key=key, op=MutationOp.PUT, value=bumped)])
+    assert other != image.head and other != replayed.head
+    assert other == replayed.head.mutated([Mutation(key=key, op=MutationOp.PUT, value=bumped)])
+
+
+def test_the_datanode_index_joins_cold_keys_and_changes(loaded: tuple[Image, Image]) -> None:
+    head = loaded[0].head
+    ids = head.datanode_table_ids(1)
+    assert ids and ids == loaded[1].head.datanode_table_ids(1)
+    gone = head.mutated([Mutation(key=f"__dn_table/1/{ids[0]}", op=MutationOp.DELETE)])
+    assert gone.datanode_table_ids(1) == ids[1:]
+    value = head.datanode_tables(1)[0].model_copy(update={"datanode_id": 7})
+    moved = gone.mutated([Mutation(key=f"__dn_table/7/{ids[0]}", op=MutationOp.PUT, value=value)])
+    assert moved.datanode_table_ids(7) == (ids[0],) and moved.datanode_tables(7) == (value,)
+    assert head.datanode_table_ids(7) == () and head.datanode_table_ids(1) == ids
+
+
+def test_a_view_with_a_cold_layer_behind_an_empty_one_has_no_keys() -> None:
+    empty = LayeredValues(ColdValues(()))
+    assert len(empty) == 0 and empty == LayeredValues() and list(empty.items()) == []
+    assert View(CATALOG, empty) == View(CATALOG)
+
+
+def test_a_key_twice_in_one_view_is_refused() -> None:
+    cold = ColdValues(())
+    cold.add(NAME, pa.array(["k1", "k2"]), {"table_id": pa.array([1, 2], pa.int64())})
+    with pytest.raises(SnapshotError, match="appears twice"):
+        cold.add(NAME, pa.array(["k3", "k1"]), {"table_id": pa.array([3, 4], pa.int64())})
+
+
+def test_a_datanode_key_that_does_not_name_its_row_is_refused() -> None:
+    columns = {
+        "datanode_id": pa.array([1, 2], pa.int64()),
+        "table_id": pa.array([10, 11], pa.int64()),
+        "version": pa.array([1, 1], pa.int64()),
+        "regions": pa.array([[0], [0]], pa.list_(pa.int64())),
+    }
+    ColdValues(()).add(DATANODE_TABLE, pa.array(["__dn_table/1/10", "__dn_table/2/11"]), columns)
+    with pytest.raises(SnapshotError, match="does not name its row"):
+        ColdValues(()).add(
+            DATANODE_TABLE, pa.array(["__dn_table/1/10", "__dn_table/1/11"]), columns
+        )
+
+
+def test_a_loaded_then_changed_image_writes_every_key(tmp_path: Path) -> None:
+    catalog = random_log(60, seed=3)
+    at = catalog.image.resource_version
+    image, _ = read_snapshot(write_snapshot(tmp_path / "a", catalog.image, POSITION))
+    random_log(30, seed=9, catalog=catalog)  # drops, renames, failovers of cold tables too
+    changed = replay(image, catalog.events[at:])
+    assert changed == catalog.image and changed.head.values.cold is image.head.values.cold
+    changes = changed.head.values.changes
+    assert GONE in changes.values()  # cold keys deleted, and others PUT over:
+    assert any(v is not GONE and k in image.head for k, v in changes.items())
+    written, _ = read_snapshot(write_snapshot(tmp_path / "b", changed, POSITION))
+    assert written == catalog.image == replay(Image.empty(CATALOG), catalog.events)
+    assert not written.head.values.changes and len(written.head) == len(catalog.image.head)
