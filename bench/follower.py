@@ -25,6 +25,8 @@ stopped at the end). Phases (`--phases`):
 from __future__ import annotations
 
 import argparse
+import gc
+import itertools
 import json
 import os
 import resource
@@ -87,13 +89,14 @@ def leader(bootstrap: str, prefix: str, rate: int, seconds: float) -> dict[str, 
             "per_txn": count / transactions}  # fmt: skip
 
 
-def propagation(bootstrap: str, rate: int, seconds: float) -> dict[str, float]:
+def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> dict[str, float]:
     """p50/p99 ms from the leader's commit ack to the follower's published image."""
+    gc.unfreeze()  # each run starts from the same heap state
     topics = Topics(f"bfol{uuid.uuid4().hex[:8]}")
     create_metalog_topics(bootstrap, topics.prefix, 1)
     count = int(rate * seconds)
     seen: dict[int, float] = {}
-    with Follower(bootstrap, CATALOG, topics=topics, freeze_gc=True) as follower:
+    with Follower(bootstrap, CATALOG, topics=topics, freeze_gc=freeze_gc) as follower:
         follower.wait_caught_up(30)
         done = threading.Event()
 
@@ -179,12 +182,13 @@ def _child(*args: str, module: str = "bench.follower") -> dict[str, Any]:
 def run(bootstrap: str, args: argparse.Namespace) -> None:
     """The chosen phases, printed as BENCHMARKS.md rows."""
     if "propagation" in args.phases:
-        for rate in args.rates:
+        for rate, freeze in itertools.product(args.rates, args.freeze_gc):
             load = _load()
-            r = propagation(bootstrap, rate, args.seconds)
-            print(f"| propagation at {rate}/s ({r['count']:,} commands, achieved "
-                  f"{r['achieved']:.0f}/s, {r['per_txn']:.1f} per txn) | p50 {r['p50_ms']:.1f} ms, "
-                  f"p99 {r['p99_ms']:.1f} ms (max {r['max_ms']:.1f}) | {load} |",
+            r = propagation(bootstrap, rate, args.seconds, freeze == "on")
+            print(f"| propagation at {rate}/s, freeze_gc {freeze} ({r['count']:,} commands, "
+                  f"achieved {r['achieved']:.0f}/s, {r['per_txn']:.1f} per txn) | "
+                  f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms (max {r['max_ms']:.1f}) "
+                  f"| {load} |",
                   flush=True)  # fmt: skip
     if not {"cold", "snapshot", "warm"} & set(args.phases):
         return
@@ -247,6 +251,8 @@ def main() -> None:
                         choices=["propagation", "cold", "snapshot", "warm"])  # fmt: skip
     parser.add_argument("--rates", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--seconds", type=float, default=10.0, help="per propagation rate")
+    parser.add_argument("--freeze-gc", nargs="+", default=["on"], choices=["on", "off"],
+                        help="the follower's freeze_gc, each in turn at each rate")  # fmt: skip
     parser.add_argument("--tables", type=int, default=1_000_000)
     parser.add_argument("--warm-runs", type=int, default=2, help="cold starts from the snapshot")
     parser.add_argument("--decode-sample", type=int, default=200_000)
