@@ -48,9 +48,8 @@ def render(console: Console, image: Image) -> None:
         f"pending {len(image.pending)}"
     )
     tables = Table("id", "table", "version", "columns", "partitions", "regions (leader dn)")
-    for key, _ in sorted(view.values.items()):
-        if not key.startswith("__table_info/"):
-            continue
+    # Keys only: a value loaded from a snapshot is built when it is read.
+    for key in sorted(k for k in view.values if k.startswith("__table_info/")):
         info = view.table(int(key.rsplit("/", 1)[1]))
         if info is None:
             continue
