@@ -114,19 +114,29 @@ class CommandChannel:
             while not self._closed.is_set():
                 if self._producer is not None:
                     self._producer.poll(0)  # serve delivery reports: calls don't flush
-                message = consumer.poll(0.05)
-                if message is None or message.error() is not None or message.key() != key:
+                first = consumer.poll(0.05)
+                if first is None:
                     continue
-                try:
-                    reply = decode_reply(message.value() or b"")
-                except DecodeError:
-                    continue  # not ours to judge: the leader wrote it, the DLQ is for consumers
-                with self._lock:
-                    waiters = list(self._waiting.get(reply.command_id, ()))
-                for waiter in waiters:
-                    waiter.set(reply)
+                # A transaction's replies arrive together: take the rest without waiting
+                # (consume(n, timeout) would wait for n or the whole timeout).
+                for message in [first, *consumer.consume(_REPLIES_PER_READ, timeout=0)]:
+                    if message.error() is None and message.key() == key:
+                        self._answer(message.value() or b"")
         finally:
             consumer.close()
+
+    def _answer(self, value: bytes) -> None:
+        try:
+            reply = decode_reply(value)
+        except DecodeError:
+            return  # not ours to judge: the leader wrote it, the DLQ is for consumers
+        with self._lock:
+            waiters = list(self._waiting.get(reply.command_id, ()))
+        for waiter in waiters:
+            waiter.set(reply)
+
+
+_REPLIES_PER_READ = 500
 
 
 class _Waiter:
