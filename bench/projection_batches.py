@@ -82,7 +82,7 @@ def main() -> None:
         began = time.perf_counter()
         projector(raw, batch_id)
         print(f"batch {batch_id}: {len(chunk)} events, {time.perf_counter() - began:.1f} s, "
-              f"{TIMES}", flush=True)
+              f"{projector.phases}, {TIMES}", flush=True)
         done += len(chunk)
     spark.stop()
 

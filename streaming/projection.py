@@ -143,6 +143,8 @@ class BatchProjector:
     def __init__(self, config: ProjectionConfig) -> None:
         self.config = config
         self._query_id: str | None = None
+        self.phases: dict[str, float] = {}
+        """The last batch's seconds per phase (main thread only; for profiling)."""
 
     def query_id(self, spark: SparkSession) -> str:
         """The query id stored in the checkpoint (new checkpoint, new id)."""
@@ -158,8 +160,17 @@ class BatchProjector:
         spark = batch.sparkSession
         path = self.config.path
         started = time.monotonic()
+        self.phases = {}
+        clock = [started]
+
+        def phase(name: str) -> None:
+            now = time.monotonic()
+            self.phases[name] = round(now - clock[0], 2)
+            clock[0] = now
+
         # `from_avro` runs once: every later plan starts from these rows.
         decoded = decode(batch).localCheckpoint()
+        phase("decode")
         cached: list[DataFrame] = []
 
         def once(frame: DataFrame) -> DataFrame:
@@ -171,14 +182,19 @@ class BatchProjector:
             with sink.batch_transaction(spark, self.query_id(spark), batch_id) as tag:
                 state = once(sink.read_before(spark, path("catalog_state"), tag))
                 pending = once(sink.read_before(spark, path("pending_changes"), tag))
+                phase("read state")
                 events = normalize(decoded)
                 result = gate(once(sequence(events, pending, state)), state)
                 rows = once(with_mutations(once(result.outcome), events, pending))
+                phase("plan fold")
                 # MERGE sources: checkpointed, as a MERGE refuses a cached source
                 # unless it materializes it again itself.
                 won = winners(rows).localCheckpoint()
+                phase("fold")
                 new_state = result.state.localCheckpoint()
+                phase("state")
                 counts = _summary(decoded, pending, rows, won, new_state)
+                phase("summary")
                 if counts["records"] == 0:
                     return
                 writes: dict[str, Callable[[], None]] = {}
@@ -195,14 +211,18 @@ class BatchProjector:
                     writes["pending_changes"] = lambda: sink.overwrite(
                         rows.where(~F.col("applied")).select(*PENDING_COLUMNS),
                         path("pending_changes"))
+                phase("plan writes")
                 _run_all(spark, writes, self.config.write_threads)
+                phase("writes")
                 # Last: a batch is visible in full once its catalog_state is.
                 if counts["catalog_state"]:
                     sink.merge_newer(spark, new_state, path("catalog_state"), ("catalog",),
                                      ("resource_version",))
+                phase("write state")
         finally:
             for frame in cached:
                 frame.unpersist()
+            phase("unpersist")
         LOG.info("batch %d projected in %.1f s", batch_id, time.monotonic() - started)
 
     def _merge(self, spark: SparkSession, source: DataFrame, name: str) -> None:
