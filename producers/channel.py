@@ -13,7 +13,10 @@ from events.replies import Committed, Rejected
 from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
 from producers.errors import LeaderUnavailable
 from producers.routing import Layout, read_layout
-from projector.kafka_io import watermarks
+from projector.kafka_io import next_batch, watermarks
+
+_REPLIES_PER_READ = 500
+"""At most this many replies are taken from the topic per read."""
 
 
 class CommandChannel:
@@ -114,12 +117,8 @@ class CommandChannel:
             while not self._closed.is_set():
                 if self._producer is not None:
                     self._producer.poll(0)  # serve delivery reports: calls don't flush
-                first = consumer.poll(0.05)
-                if first is None:
-                    continue
-                # A transaction's replies arrive together: take the rest without waiting
-                # (consume(n, timeout) would wait for n or the whole timeout).
-                for message in [first, *consumer.consume(_REPLIES_PER_READ, timeout=0)]:
+                # A transaction's replies arrive together: one read takes them all.
+                for message in next_batch(consumer, _REPLIES_PER_READ, 0.05):
                     if message.error() is None and message.key() == key:
                         self._answer(message.value() or b"")
         finally:
@@ -134,9 +133,6 @@ class CommandChannel:
             waiters = list(self._waiting.get(reply.command_id, ()))
         for waiter in waiters:
             waiter.set(reply)
-
-
-_REPLIES_PER_READ = 500
 
 
 class _Waiter:

@@ -34,6 +34,7 @@ from producers.owner import (
     PartitionOwner,
 )
 from producers.routing import Layout, read_layout
+from projector.kafka_io import next_batch
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +185,7 @@ class Leader:
         )
         try:
             while not self._stop.is_set():
-                messages = _next_batch(consumer, self.options.batch_size)
+                messages = next_batch(consumer, self.options.batch_size, 0.05)
                 self._serve(consumer, messages)
         finally:
             for owner in self._owners.values():
@@ -277,18 +278,6 @@ class Leader:
         except DecodeError as exc:
             item.problem = exc.reason
         return item
-
-
-def _next_batch(consumer: Consumer, size: int) -> list[Message]:
-    """Wait briefly for one command, then take what else is already there.
-
-    `consume(n, timeout)` alone waits for n messages or the whole timeout, which
-    would add its timeout to every lone command's latency.
-    """
-    first = consumer.poll(0.05)
-    if first is None:
-        return []
-    return [first, *consumer.consume(size - 1, timeout=0)]
 
 
 def _resolver(future: Future[Reply]) -> Callable[[Reply | BaseException], None]:

@@ -23,6 +23,7 @@ from events.commands import Command
 from events.replies import Rejected, Reply
 from events.topics import REASON_HEADER, SOURCE_HEADER, Topics
 from producers.committer import Batch, GroupCommitter, Headers
+from producers.decide import Rejection
 from producers.errors import CommandRejected, Fenced, TransactionFailed
 from producers.local import LocalCatalog, Stamp
 from producers.log import read_partition
@@ -222,14 +223,7 @@ class PartitionOwner:
         try:
             reply: Reply = catalog.submit(command)
         except CommandRejected as rejection:
-            reply = Rejected(
-                command_id=command.command_id,
-                catalog=command.catalog,
-                code=rejection.code,
-                message=rejection.message,
-                current_version=rejection.current_version,
-                current_resource_version=rejection.current_resource_version,
-            )
+            reply = Rejection(rejection).reply(command)
         self._drain(batch, catalog)
         self._reply(batch, item, command.reply_to, reply)
 

@@ -9,7 +9,7 @@ import logging
 import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from events.topics import REASON_HEADER, SOURCE_HEADER
@@ -33,6 +33,18 @@ def new_consumer(bootstrap: str) -> Consumer:
             "enable.partition.eof": True,
         }
     )
+
+
+def next_batch(consumer: Consumer, size: int, wait: float) -> list[Message]:
+    """Wait up to `wait` seconds for one message, then take what else is already there.
+
+    `consume(n, timeout)` alone waits for n messages or the whole timeout, which
+    would add its timeout to every lone message's latency.
+    """
+    first = consumer.poll(wait)
+    if first is None:
+        return []
+    return [first, *consumer.consume(size - 1, timeout=0)]
 
 
 def high_watermarks(bootstrap: str, topic: str, partitions: tuple[int, ...]) -> dict[int, int]:

@@ -89,7 +89,7 @@ def write_snapshot(directory: Path, image: Image, position: Position, keep: int 
     path = folder / f"{image.resource_version:020d}.parquet"
     tmp = path.with_suffix(f".parquet.tmp{os.getpid()}")
     schema = SCHEMA.with_metadata({_META_KEY: json.dumps(_meta(image, position)).encode()})
-    with _collector_paused(freeze=False), pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+    with _collector_paused(), pq.ParquetWriter(tmp, schema, compression="zstd") as out:
         for batch in image_batches(image):
             out.write_batch(batch)
     digest = _sha256(tmp)
@@ -124,7 +124,7 @@ def read_snapshot(path: Path) -> tuple[Image, Position]:
             "metalog version): skipped; delete it once a newer snapshot exists"
         )
     try:
-        with _collector_paused(freeze=True):
+        with _collector_paused():
             return _load(parquet, meta)
     except SnapshotError as exc:
         raise SnapshotError(f"{path}: does not load ({exc})") from exc
@@ -225,15 +225,14 @@ def _meta(image: Image, position: Position) -> dict[str, Any]:
 
 
 @contextmanager
-def _collector_paused(freeze: bool) -> Iterator[None]:
-    """No cyclic GC while millions of acyclic objects are built or listed.
+def _collector_paused() -> Iterator[None]:
+    """No cyclic GC while many acyclic objects are built or listed.
 
     With GC on, each generation-2 pass walks the whole heap (the image is
     most of it), and bulk allocation triggers many: a write of 1M tables
     took 127 s with GC on and 31 s paused (same load, BENCHMARKS.md). The
-    pause is process-wide but bounded by the load or write; a loaded image
-    is long-lived, so `freeze` then moves it to the permanent generation
-    (later passes skip it; refcounting still frees it).
+    pause is process-wide but bounded by the write or load. Whether the
+    image is then kept out of later passes is the follower's `freeze_gc`.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -242,8 +241,6 @@ def _collector_paused(freeze: bool) -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-        if freeze:
-            gc.freeze()
 
 
 def _load(parquet: pq.ParquetFile, meta: dict[str, Any]) -> tuple[Image, Position]:

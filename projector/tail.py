@@ -11,7 +11,13 @@ from events.codec import decode_event
 from events.errors import DecodeError
 from events.topics import Topics, partition_for
 from projector.feed import CatalogFeed, DeadLetter
-from projector.kafka_io import DeadLetters, high_watermarks, new_consumer, partition_count
+from projector.kafka_io import (
+    DeadLetters,
+    high_watermarks,
+    new_consumer,
+    next_batch,
+    partition_count,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +67,15 @@ class Tail:
             DivergedAt: A feed met an event that does not fit its image.
             KafkaException: A fatal consumer error.
         """
-        first = self._consumer.poll(timeout)
-        if first is not None:
-            for message in [first, *self._consumer.consume(max_batch - 1, timeout=0)]:
-                self._handle(message)
+        messages = next_batch(self._consumer, max_batch, timeout)
+        for message in messages:
+            self._handle(message)
         for partition in self.next:
             tp = KafkaPartition(self.topics.events, partition)
             _, high = self._consumer.get_watermark_offsets(tp, cached=True)
             if high >= 0:
                 self.high[partition] = high
-        return first is not None
+        return bool(messages)
 
     def high_watermarks(self) -> dict[int, int]:
         """Each followed partition's high watermark, asked of the broker now.
