@@ -9,6 +9,8 @@ stopped at the end). Phases (`--phases`):
   `commit_transaction` returning); this process runs the follower and an
   observer thread that notes when each resource_version is first visible.
   Times are `time.monotonic()` (CLOCK_MONOTONIC, one clock for both processes).
+  First `--broker-warmup` seconds run unmeasured at the top rate: on a fresh
+  broker each commit took 5-10x longer for the first minutes (JIT compilation).
 - `cold`: a log of `--tables` table creates (`bench.follower_log`, produced
   in large transactions), then two cold starts, each in a child process with
   its own peak RSS: full replay (which then writes a snapshot at the end of
@@ -182,6 +184,8 @@ def _child(*args: str, module: str = "bench.follower") -> dict[str, Any]:
 def run(bootstrap: str, args: argparse.Namespace) -> None:
     """The chosen phases, printed as BENCHMARKS.md rows."""
     if "propagation" in args.phases:
+        if args.broker_warmup > 0:  # unmeasured: a cold broker's JIT doubles its CPU per commit
+            propagation(bootstrap, max(args.rates), args.broker_warmup, True)
         for rate, freeze in itertools.product(args.rates, args.freeze_gc):
             load = _load()
             r = propagation(bootstrap, rate, args.seconds, freeze == "on")
@@ -251,6 +255,8 @@ def main() -> None:
                         choices=["propagation", "cold", "snapshot", "warm"])  # fmt: skip
     parser.add_argument("--rates", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--seconds", type=float, default=10.0, help="per propagation rate")
+    parser.add_argument("--broker-warmup", type=float, default=120.0,
+                        help="seconds of unmeasured propagation at the top rate first")  # fmt: skip
     parser.add_argument("--freeze-gc", nargs="+", default=["on"], choices=["on", "off"],
                         help="the follower's freeze_gc, each in turn at each rate")  # fmt: skip
     parser.add_argument("--tables", type=int, default=1_000_000)
