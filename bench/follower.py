@@ -41,7 +41,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from bench.apply import CATALOG, Generator
 from bench.baseline import BENCH_PORTS
@@ -54,6 +54,7 @@ from metalog.stack_config import StackConfig
 from metalog.topics import create_metalog_topics
 from projector.follower import Follower
 from projector.image import Image
+from projector.kafka_io import new_consumer, next_batch
 
 
 def _producer(bootstrap: str) -> Producer:
@@ -91,8 +92,28 @@ def leader(bootstrap: str, prefix: str, rate: int, seconds: float) -> dict[str, 
             "per_txn": count / transactions}  # fmt: skip
 
 
+def raw_arrivals(bootstrap: str, prefix: str, count: int) -> dict[str, Any]:
+    """(In a child process) the reference: when each record reaches a bare consumer.
+
+    The follower's consumer settings (`new_consumer`: read_committed), the same
+    poll-then-drain read, no decode, no apply. Prints `ready` once assigned.
+    """
+    consumer = new_consumer(bootstrap)
+    consumer.assign([TopicPartition(Topics(prefix).events, 0, OFFSET_BEGINNING)])
+    consumer.poll(0.5)
+    print("ready", flush=True)
+    arrived: list[float] = []
+    deadline = time.monotonic() + 600
+    while len(arrived) < count and time.monotonic() < deadline:
+        messages = next_batch(consumer, 1000, 0.1)
+        now = time.monotonic()
+        arrived.extend(now for m in messages if m.error() is None)
+    consumer.close()
+    return {"arrived": arrived}
+
+
 def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> dict[str, float]:
-    """p50/p99 ms from the leader's commit ack to the follower's published image."""
+    """p50/p99 ms from the leader's commit ack to the follower's image, and to a bare consumer."""
     gc.unfreeze()  # each run starts from the same heap state
     topics = Topics(f"bfol{uuid.uuid4().hex[:8]}")
     create_metalog_topics(bootstrap, topics.prefix, 1)
@@ -113,15 +134,23 @@ def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> d
 
         watcher = threading.Thread(target=observe)
         watcher.start()
+        raw = _ready_child("--raw", bootstrap, topics.prefix, str(count))
         result = _child("--leader", bootstrap, topics.prefix, str(rate), str(seconds))
+        arrived: list[float] = json.loads(raw.communicate(timeout=600)[0])["arrived"]
         follower.wait_for(count, timeout=60)
         done.set()
         watcher.join()
     acked: list[float] = result["acked"]
     delays = sorted(max(0.0, seen[rv] - at) * 1000 for rv, at in enumerate(acked, 1))
-    p50, p99 = delays[len(delays) // 2], delays[int(len(delays) * 0.99)]
+    bare = sorted(max(0.0, got - at) * 1000 for got, at in zip(arrived, acked, strict=True))
     return {"rate": rate, "achieved": result["achieved"], "per_txn": result["per_txn"],
-            "count": count, "p50_ms": p50, "p99_ms": p99, "max_ms": delays[-1]}  # fmt: skip
+            "count": count, "p50_ms": _at(delays, 0.5), "p99_ms": _at(delays, 0.99),
+            "max_ms": delays[-1], "raw_p50_ms": _at(bare, 0.5), "raw_p99_ms": _at(bare, 0.99),
+            "raw_max_ms": bare[-1]}  # fmt: skip
+
+
+def _at(ordered: list[float], quantile: float) -> float:
+    return ordered[int(len(ordered) * quantile)]
 
 
 def load_log(bootstrap: str, tables: int) -> Topics:
@@ -174,6 +203,16 @@ def raw_decode(bootstrap: str, topics: Topics, events: int) -> float:
     return len(records) / (time.perf_counter() - start)
 
 
+def _ready_child(*args: str) -> subprocess.Popen[str]:
+    """A child of this module, once it has printed `ready` (its result is the rest)."""
+    child = subprocess.Popen([sys.executable, "-m", "bench.follower", *args],
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    if child.stdout is None or child.stdout.readline().strip() != "ready":
+        child.kill()
+        raise RuntimeError(f"bench.follower {args[0]} did not start")
+    return child
+
+
 def _child(*args: str, module: str = "bench.follower") -> dict[str, Any]:
     out = subprocess.run([sys.executable, "-m", module, *args],
                          check=True, capture_output=True, text=True, timeout=3600)  # fmt: skip
@@ -192,7 +231,8 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
             print(f"| propagation at {rate}/s, freeze_gc {freeze} ({r['count']:,} commands, "
                   f"achieved {r['achieved']:.0f}/s, {r['per_txn']:.1f} per txn) | "
                   f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms (max {r['max_ms']:.1f}) "
-                  f"| {load} |",
+                  f"| bare consumer: p50 {r['raw_p50_ms']:.1f} ms, p99 {r['raw_p99_ms']:.1f} ms "
+                  f"(max {r['raw_max_ms']:.1f}) | {load} |",
                   flush=True)  # fmt: skip
     if not {"cold", "snapshot", "warm"} & set(args.phases):
         return
@@ -267,10 +307,15 @@ def main() -> None:
     parser.add_argument("--snapshots", default=None, help="keep snapshots here (default: temp)")
     parser.add_argument("--cold", nargs=4, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--leader", nargs=4, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--raw", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold:
         bootstrap, prefix, snaps, events = args.cold
         print(json.dumps(cold_start(bootstrap, prefix, snaps, int(events))))
+        return
+    if args.raw:
+        bootstrap, prefix, count = args.raw
+        print(json.dumps(raw_arrivals(bootstrap, prefix, int(count))))
         return
     if args.leader:
         bootstrap, prefix, rate, seconds = args.leader
