@@ -11,6 +11,8 @@ stopped at the end). Phases (`--phases`):
   Times are `time.monotonic()` (CLOCK_MONOTONIC, one clock for both processes).
   First `--broker-warmup` seconds run unmeasured at the top rate: on a fresh
   broker each commit took 5-10x longer for the first minutes (JIT compilation).
+  Beside the follower, a child with a bare consumer (the follower's settings, no
+  decode or apply) notes each record's arrival: the reference, in the same run.
 - `cold`: a log of `--tables` table creates (`bench.follower_log`, produced
   in large transactions), then two cold starts, each in a child process with
   its own peak RSS: full replay (which then writes a snapshot at the end of
@@ -223,7 +225,7 @@ def _child(*args: str, module: str = "bench.follower") -> dict[str, Any]:
 def run(bootstrap: str, args: argparse.Namespace) -> None:
     """The chosen phases, printed as BENCHMARKS.md rows."""
     if "propagation" in args.phases:
-        if args.broker_warmup > 0:  # unmeasured: a cold broker's JIT doubles its CPU per commit
+        if args.broker_warmup > 0:  # unmeasured: a fresh broker commits 5-10x slower (JIT)
             propagation(bootstrap, max(args.rates), args.broker_warmup, True)
         for rate, freeze in itertools.product(args.rates, args.freeze_gc):
             load = _load()
