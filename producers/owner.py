@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +24,7 @@ from events.topics import REASON_HEADER, SOURCE_HEADER, Topics
 from producers.committer import Batch, GroupCommitter, Headers
 from producers.decide import Rejection
 from producers.errors import CommandRejected, Fenced, TransactionFailed
+from producers.ids import random_uuid
 from producers.local import LocalCatalog, Stamp
 from producers.log import read_partition
 
@@ -70,12 +70,16 @@ TRANSACTIONAL_SETTINGS: dict[str, str | int | bool] = {
 
 def stamp_now() -> Stamp:
     """A fresh event id and the wall-clock time: the leader is where time is read."""
-    return Stamp(event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC))
+    return Stamp(event_id=random_uuid(), occurred_at=datetime.now(UTC))
+
+
+_CRASH_AT = os.environ.get("METALOG_CRASH_AT")
+"""Read once: `crash_point` runs per record, and the tests set it before the process starts."""
 
 
 def crash_point(name: str) -> None:
     """Die at once (SIGKILL) when `METALOG_CRASH_AT` names this point: fault-injection tests."""
-    if os.environ.get("METALOG_CRASH_AT") == name:
+    if name == _CRASH_AT:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
