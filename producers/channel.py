@@ -40,7 +40,8 @@ class CommandChannel:
 
     def layout(self) -> Layout:
         """The topics' layout (connecting first if needed)."""
-        self._connect()
+        if self._producer is None:  # connected: no lock (`_connect` sets the layout first)
+            self._connect()
         assert self._layout is not None
         return self._layout
 
