@@ -133,10 +133,12 @@ class LocalCatalog:
         self._new_events.append(event)
 
     def _remember(self, command_id: str, outcome: _Outcome | CommandRejected) -> None:
-        self._outcomes[command_id] = outcome
-        self._outcomes.move_to_end(command_id)
-        while len(self._outcomes) > self._window:
-            self._outcomes.popitem(last=False)
+        outcomes = self._outcomes
+        if command_id in outcomes:
+            outcomes.move_to_end(command_id)
+        outcomes[command_id] = outcome
+        while len(outcomes) > self._window:
+            outcomes.popitem(last=False)
 
 
 def _outcome(event: Event) -> _Outcome:
