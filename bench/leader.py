@@ -25,6 +25,7 @@ Run with ``python -m bench.leader`` (see ``--help``). In one bounded run it:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import subprocess
 import sys
@@ -32,13 +33,14 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.leader_cpu import CpuWindow, per_command_us
 from bench.leader_etcd import EtcdKey, EtcdServer, ensure_etcd
 from bench.leader_load import Op, Result, closed_loop, open_loop
 from bench.leader_raw import RawCommitter
@@ -187,13 +189,21 @@ def _alter_op(client: MetadataClient, table: Table) -> Op:
     return op
 
 
+def measured(result: Callable[[], Result], pids: dict[str, int], warmup: float,
+             duration: float) -> Result:  # fmt: skip
+    """``result()`` with the CPU per acknowledged command of ``pids`` over its window."""
+    window = CpuWindow(pids, warmup, duration).start()
+    done = result()
+    return dataclasses.replace(done, cpu_us=per_command_us(window.join(), done.ops))
+
+
 def _rates(text: str) -> list[float]:
     return [rate for rate in (float(x) for x in text.split(",") if x.strip()) if rate > 0]
 
 
 def run_leader(
     bootstrap: str, topics: Topics, shared: MetadataClient, tables: list[Table],
-    counts: list[int], args: argparse.Namespace, log_file: Path,
+    counts: list[int], args: argparse.Namespace, log_file: Path, broker_pid: int,
 ) -> tuple[dict[tuple[str, int], Result], list[Result]]:  # fmt: skip
     """Every leader phase (closed loop per client count, then open loop) on one leader process."""
     results: dict[tuple[str, int], Result] = {}
@@ -201,6 +211,7 @@ def run_leader(
     variant = "leader"
     with leader_process(bootstrap, topics, log_file) as pid:
         _log(f"leader: pid {pid}, log {log_file}")
+        pids = {"broker": broker_pid, "leader": pid, "clients": os.getpid()}
         until_served(shared, tables[0], log_file)
         if args.broker_warmup > 0:
             with ExitStack() as clients:
@@ -212,7 +223,10 @@ def run_leader(
             with ExitStack() as clients:
                 ops = leader_ops(bootstrap, topics, shared, tables[:n],
                                  args.client_mode == "per-thread", clients)  # fmt: skip
-                results[variant, n] = closed_loop(variant, ops, args.warmup, args.duration)
+                results[variant, n] = measured(
+                    lambda: closed_loop(variant, ops, args.warmup, args.duration),  # noqa: B023
+                    pids, args.warmup, args.duration,
+                )  # fmt: skip
             _log(f"{variant} @{n}: {results[variant, n]}")
         pool = tables[: args.open_tables]
         counter = iter(range(1 << 62))
@@ -224,8 +238,11 @@ def run_leader(
             alter(shared, pool[slot], k)
 
         for rate in _rates(args.rate):
-            opened.append(open_loop(variant, offered, rate, args.warmup,
-                                    args.open_duration, pool=len(pool)))  # fmt: skip
+            opened.append(measured(
+                lambda: open_loop(variant, offered, rate, args.warmup,  # noqa: B023
+                                  args.open_duration, pool=len(pool)),
+                pids, args.warmup + 0.1, args.open_duration,
+            ))  # fmt: skip
             _log(f"{variant} open loop: {opened[-1]}")
     return results, opened
 
@@ -294,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         _log(f"starting the broker on {config.bootstrap}")
         stack.up(config)
         stack_.callback(stack.down, config)
+        broker_pid = int(stack.status(config)["pid"])
         bootstrap = config.bootstrap
         create_topics(bootstrap, [RAW_EVENTS, RAW_REPLIES], partitions=3)
         shared = stack_.enter_context(
@@ -311,13 +329,16 @@ def main(argv: list[str] | None = None) -> int:
         reply = encode_reply(sample)
         if "leader" in systems:
             results, open_results = run_leader(
-                bootstrap, topics, shared, tables, counts, args, log_file
+                bootstrap, topics, shared, tables, counts, args, log_file, broker_pid
             )
         if "raw" in systems:
             for n in counts:
                 with RawCommitter(bootstrap, RAW_EVENTS, RAW_REPLIES, event, reply) as raw:
-                    results["raw", n] = closed_loop("raw", [raw.command] * n, args.warmup,
-                                                    args.duration)  # fmt: skip
+                    results["raw", n] = measured(
+                        lambda: closed_loop("raw", [raw.command] * n, args.warmup,  # noqa: B023
+                                            args.duration),
+                        {"broker": broker_pid, "bench": os.getpid()}, args.warmup, args.duration,
+                    )  # fmt: skip
                 _log(f"raw @{n}: {results['raw', n]} in {raw.transactions} transactions")
         if etcd_binary is not None:
             with EtcdServer(etcd_binary, root / "etcd", etcd_port):

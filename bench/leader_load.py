@@ -34,6 +34,8 @@ class Result:
     p50_ms: float
     p99_ms: float
     offered: float | None = None
+    cpu_us: dict[str, float] | None = None
+    """CPU µs per acknowledged command by process, when measured (`bench.leader_cpu`)."""
 
     @property
     def rate(self) -> float:

@@ -7,6 +7,7 @@ import os
 import platform
 from datetime import UTC, datetime
 
+from bench.leader_cpu import describe
 from bench.leader_load import Result
 
 SYSTEMS = {
@@ -60,6 +61,11 @@ def report(
             f"{r.rate:,.0f} acknowledged/s, p50 {r.p50_ms:.1f} ms, p99 {r.p99_ms:.1f} ms "
             "(latency from each command's due time)."
         )
+    cpu = [(f"{SYSTEMS[s]} @ {n} clients", r) for (s, n), r in results.items() if r.cpu_us]
+    cpu += [(f"{SYSTEMS[r.system]} @ {r.offered:,.0f}/s", r) for r in open_results if r.cpu_us]
+    if cpu:
+        lines += ["", "CPU per acknowledged command (`/proc/<pid>/stat` over the window):", ""]
+        lines += [f"- {name}: {describe(r.cpu_us or {})}" for name, r in cpu]
     errors = {f"{s}@{n}": r.errors for (s, n), r in results.items() if r.errors}
     errors |= {f"{r.system}@{r.offered:g}/s": r.errors for r in open_results if r.errors}
     if errors:

@@ -13,6 +13,7 @@ from events.topics import Topics
 from events.values import Column, TableRouteValue
 from producers.channel import CommandChannel
 from producers.errors import CommandOutcomeUnknown, rejection_from_reply
+from producers.ids import random_uuid
 from producers.log import read_events
 from projector.apply import replay
 from projector.export import export
@@ -261,7 +262,7 @@ class MetadataClient:
                 f"unknown option(s) {sorted(unknown)}: use one of {sorted(_CALL_OPTIONS)}"
             )
         command = kind(
-            command_id=call.get("command_id") or str(uuid.uuid4()),
+            command_id=call.get("command_id") or random_uuid(),
             catalog=call.get("catalog") or self.catalog,
             actor=self.actor,
             expected_version=call.get("expected_version"),

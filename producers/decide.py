@@ -4,6 +4,8 @@ The image is the leader's (`head` is what it decides on); the stamp carries
 the time and the event id, so nothing here reads a clock or a random source.
 The event continues the chain: `resource_version + 1`, the image's
 `leader_epoch`, `prev_hash = image.last_hash`, sealed by `events.chain.seal`.
+It is built without a second validation (`producers.trusted`): the command was
+validated when it was decoded, and the rules build every part from it.
 """
 
 from collections.abc import Callable
@@ -39,6 +41,7 @@ from events.replies import Rejected
 from producers.errors import CommandRejected, InvalidCommand, VersionConflict
 from producers.rules import attributes, partitions, publication, regions, tables, truncate
 from producers.rules.common import Change, Decision
+from producers.trusted import trusted
 from projector.image import Image
 
 
@@ -152,7 +155,8 @@ def _event(
     }
     if isinstance(decision, Change):
         auto = image.publish_mode == "auto"
-        event = Event(
+        event = trusted(
+            Event,
             **common,
             schema_epoch=image.stable_epoch + 1 if auto else 0,
             tables=decision.tables,
@@ -161,5 +165,5 @@ def _event(
             mutations=decision.mutations,
         )
     else:
-        event = Event(**common, schema_epoch=0, intent=decision)
+        event = trusted(Event, **common, schema_epoch=0, intent=decision)
     return seal(event)

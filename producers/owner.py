@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +24,7 @@ from events.topics import REASON_HEADER, SOURCE_HEADER, Topics
 from producers.committer import Batch, GroupCommitter, Headers
 from producers.decide import Rejection
 from producers.errors import CommandRejected, Fenced, TransactionFailed
+from producers.ids import random_uuid
 from producers.local import LocalCatalog, Stamp
 from producers.log import read_partition
 
@@ -70,12 +70,16 @@ TRANSACTIONAL_SETTINGS: dict[str, str | int | bool] = {
 
 def stamp_now() -> Stamp:
     """A fresh event id and the wall-clock time: the leader is where time is read."""
-    return Stamp(event_id=str(uuid.uuid4()), occurred_at=datetime.now(UTC))
+    return Stamp(event_id=random_uuid(), occurred_at=datetime.now(UTC))
+
+
+_CRASH_AT = os.environ.get("METALOG_CRASH_AT")
+"""Read once: `crash_point` runs per record, and the tests set it before the process starts."""
 
 
 def crash_point(name: str) -> None:
     """Die at once (SIGKILL) when `METALOG_CRASH_AT` names this point: fault-injection tests."""
-    if os.environ.get("METALOG_CRASH_AT") == name:
+    if name == _CRASH_AT:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -112,6 +116,8 @@ class PartitionOwner:
     ) -> None:
         self.bootstrap = bootstrap
         self.topics = topics
+        # Per record: `Topics` builds each name anew.
+        self._events_topic, self._replies_topic = topics.events, topics.replies
         self.partition = partition
         self.leader_id = leader_id
         self.options = options
@@ -251,13 +257,13 @@ class PartitionOwner:
         for event in catalog.take_new_events():
             batch.last_event = len(batch.records)
             batch.records.append(
-                (self.topics.events, event.catalog.encode(), encode_event(event), [])
+                (self._events_topic, event.catalog.encode(), encode_event(event), [])
             )
 
     def _reply(self, batch: Batch, item: Input, reply_to: str | None, reply: Reply) -> None:
         batch.replies.append((item, reply))
         if reply_to:
-            batch.records.append((self.topics.replies, reply_to.encode(), encode_reply(reply), []))
+            batch.records.append((self._replies_topic, reply_to.encode(), encode_reply(reply), []))
 
     # -- the commit thread ----------------------------------------------------
 
@@ -269,7 +275,7 @@ class PartitionOwner:
         try:
             producer.begin_transaction()
             for topic, key, value, headers in batch.records:
-                partition = self.partition if topic == self.topics.events else -1
+                partition = self.partition if topic == self._events_topic else -1
                 producer.produce(topic, value=value, key=key, partition=partition, headers=headers)
                 crash_point("after_produce")
             if batch.consumed is not None and batch.last_event < 0:

@@ -1,7 +1,9 @@
 """What every rule shares: the decision shape, lookups that reject, key builders.
 
 A rule is `rule(image, command) -> Decision`: pure, and it raises a
-`CommandRejected` subclass when the command must not be written.
+`CommandRejected` subclass when the command must not be written. `put`,
+`delete` and `bumped` build their models with `producers.trusted` (no second
+validation: their parts are the validated command's or the image's).
 """
 
 from collections.abc import Iterable
@@ -26,6 +28,7 @@ from events.values import (
     TableVersion,
 )
 from producers.errors import InvalidCommand, TableNotFound, VersionConflict
+from producers.trusted import replaced, trusted
 from projector.image import Image
 
 REGION_BITS = 32
@@ -49,12 +52,12 @@ Decision = Change | ControlIntentOut
 
 def put(key: str, value: KeyValue) -> Mutation:
     """A PUT mutation."""
-    return Mutation(key=key, op=MutationOp.PUT, value=value)
+    return trusted(Mutation, key=key, op=MutationOp.PUT, value=value)
 
 
 def delete(key: str) -> Mutation:
     """A DELETE mutation."""
-    return Mutation(key=key, op=MutationOp.DELETE)
+    return trusted(Mutation, key=key, op=MutationOp.DELETE)
 
 
 def qualified(schema_name: str, table_name: str) -> str:
@@ -109,7 +112,7 @@ def at_version(info: TableInfoValue, *, removed_key: bool = False) -> KeyAtVersi
 
 def bumped(info: TableInfoValue, **update: object) -> TableInfoValue:
     """The info with `update` applied and its version +1."""
-    return info.model_copy(update={**update, "version": info.version + 1})
+    return replaced(info, **update, version=info.version + 1)
 
 
 def touched(image: Image, *table_ids: int) -> tuple[TableVersion, ...]:
