@@ -21,10 +21,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from events.base import LONG_MAX, LONG_MIN
+
 Write = Callable[[bytearray, Any], None]
 
-LONG_MIN = -(2**63)
-LONG_MAX = 2**63 - 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SMALL = [bytes([(n << 1) ^ (n >> 63)]) for n in range(-64, 64)]
 """The one-byte zigzag varints of -64..63 (most lengths, versions and indexes)."""

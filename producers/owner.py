@@ -116,8 +116,6 @@ class PartitionOwner:
     ) -> None:
         self.bootstrap = bootstrap
         self.topics = topics
-        # Per record: `Topics` builds each name anew.
-        self._events_topic, self._replies_topic = topics.events, topics.replies
         self.partition = partition
         self.leader_id = leader_id
         self.options = options
@@ -257,13 +255,13 @@ class PartitionOwner:
         for event in catalog.take_new_events():
             batch.last_event = len(batch.records)
             batch.records.append(
-                (self._events_topic, event.catalog.encode(), encode_event(event), [])
+                (self.topics.events, event.catalog.encode(), encode_event(event), [])
             )
 
     def _reply(self, batch: Batch, item: Input, reply_to: str | None, reply: Reply) -> None:
         batch.replies.append((item, reply))
         if reply_to:
-            batch.records.append((self._replies_topic, reply_to.encode(), encode_reply(reply), []))
+            batch.records.append((self.topics.replies, reply_to.encode(), encode_reply(reply), []))
 
     # -- the commit thread ----------------------------------------------------
 
@@ -275,7 +273,7 @@ class PartitionOwner:
         try:
             producer.begin_transaction()
             for topic, key, value, headers in batch.records:
-                partition = self.partition if topic == self._events_topic else -1
+                partition = self.partition if topic == self.topics.events else -1
                 producer.produce(topic, value=value, key=key, partition=partition, headers=headers)
                 crash_point("after_produce")
             if batch.consumed is not None and batch.last_event < 0:

@@ -1,15 +1,12 @@
 """Where commands, events and replies go: one catalog, one partition of each topic."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from events.topics import Topics, partition_for
 from producers.errors import LeaderUnavailable
-
-_REMEMBERED = 4096
-"""At most this many catalogs' partitions are remembered per layout."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,17 +21,10 @@ class Layout:
     commands: int
     events: int
     replies: int
-    _partitions: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
-    """Catalog → partition, remembered: murmur2 in Python is a few µs per command."""
 
     def catalog_partition(self, catalog: str) -> int:
         """The partition of `catalog` in the commands and events topics."""
-        partition = self._partitions.get(catalog)
-        if partition is None:
-            partition = partition_for(catalog, self.commands)
-            if len(self._partitions) < _REMEMBERED:
-                self._partitions[catalog] = partition
-        return partition
+        return partition_for(catalog, self.commands)
 
     def reply_partition(self, client_id: str) -> int:
         """The partition of `metalog.replies` a client reads its replies from."""
