@@ -14,6 +14,9 @@ Run with ``python -m bench.leader`` (see ``--help``). In one bounded run it:
    the first 30 s); then runs closed-loop client threads, each sending
    ``alter_table(..., expected_version=v)`` on its own table (every command is
    accepted), at each client count, then offers fixed rates open loop;
+   then the same phases with the leader embedded in this process (a
+   ``Leader`` in a background thread and ``MetadataClient.embedded``: no
+   commands or replies topic between the threads and the leader);
 4. runs the limit at the same client counts: the same encoded event + reply
    bytes committed with raw transactional produce, batched like the leader,
    with the leader's producer settings (``bench.leader_raw``);
@@ -55,6 +58,7 @@ from metalog.stack_config import StackConfig
 from metalog.topics import create_topics
 from producers.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
+from producers.leader import Leader
 from producers.log import read_events
 from producers.routing import read_layout
 
@@ -201,33 +205,48 @@ def _rates(text: str) -> list[float]:
     return [rate for rate in (float(x) for x in text.split(",") if x.strip()) if rate > 0]
 
 
+@contextmanager
+def served(
+    system: str, bootstrap: str, topics: Topics, shared: MetadataClient, log_file: Path,
+    broker_pid: int,
+) -> Iterator[tuple[MetadataClient, dict[str, int]]]:  # fmt: skip
+    """The leader of ``system`` running; yields the client to call it and the pids to watch."""
+    if system == "leader":
+        with leader_process(bootstrap, topics, log_file) as pid:
+            _log(f"leader: pid {pid}, log {log_file}")
+            yield shared, {"broker": broker_pid, "leader": pid, "clients": os.getpid()}
+        return
+    with Leader(bootstrap, topics=topics, group_id="bench-leaders") as leader:
+        if not leader.wait_until_serving(1, timeout=90.0):
+            raise SystemExit(f"the embedded leader did not take its partitions: {leader}")
+        with MetadataClient.embedded(leader, catalog=CATALOG, actor="bench") as client:
+            yield client, {"broker": broker_pid, "leader+clients": os.getpid()}
+
+
 def run_leader(
-    bootstrap: str, topics: Topics, shared: MetadataClient, tables: list[Table],
+    system: str, bootstrap: str, topics: Topics, shared: MetadataClient, tables: list[Table],
     counts: list[int], args: argparse.Namespace, log_file: Path, broker_pid: int,
 ) -> tuple[dict[tuple[str, int], Result], list[Result]]:  # fmt: skip
-    """Every leader phase (closed loop per client count, then open loop) on one leader process."""
+    """Every phase of one leader (closed loop per client count, then open loop)."""
     results: dict[tuple[str, int], Result] = {}
     opened: list[Result] = []
-    variant = "leader"
-    with leader_process(bootstrap, topics, log_file) as pid:
-        _log(f"leader: pid {pid}, log {log_file}")
-        pids = {"broker": broker_pid, "leader": pid, "clients": os.getpid()}
-        until_served(shared, tables[0], log_file)
+    per_thread = system == "leader" and args.client_mode == "per-thread"
+    with served(system, bootstrap, topics, shared, log_file, broker_pid) as (client, pids):
+        until_served(client, tables[0], log_file)
         if args.broker_warmup > 0:
             with ExitStack() as clients:
-                ops = leader_ops(bootstrap, topics, shared, tables[: max(counts)],
-                                 args.client_mode == "per-thread", clients)  # fmt: skip
+                ops = leader_ops(bootstrap, topics, client, tables[: max(counts)], per_thread,
+                                 clients)  # fmt: skip
                 warm = closed_loop("warm-up", ops, 0.0, args.broker_warmup)
-            _log(f"broker warm-up: {warm}")
+            _log(f"{system} warm-up: {warm}")
         for n in counts:
             with ExitStack() as clients:
-                ops = leader_ops(bootstrap, topics, shared, tables[:n],
-                                 args.client_mode == "per-thread", clients)  # fmt: skip
-                results[variant, n] = measured(
-                    lambda: closed_loop(variant, ops, args.warmup, args.duration),  # noqa: B023
+                ops = leader_ops(bootstrap, topics, client, tables[:n], per_thread, clients)
+                results[system, n] = measured(
+                    lambda: closed_loop(system, ops, args.warmup, args.duration),  # noqa: B023
                     pids, args.warmup, args.duration,
                 )  # fmt: skip
-            _log(f"{variant} @{n}: {results[variant, n]}")
+            _log(f"{system} @{n}: {results[system, n]}")
         pool = tables[: args.open_tables]
         counter = iter(range(1 << 62))
         lock = threading.Lock()
@@ -235,15 +254,15 @@ def run_leader(
         def offered(slot: int) -> None:
             with lock:
                 k = next(counter)
-            alter(shared, pool[slot], k)
+            alter(client, pool[slot], k)
 
         for rate in _rates(args.rate):
             opened.append(measured(
-                lambda: open_loop(variant, offered, rate, args.warmup,  # noqa: B023
+                lambda: open_loop(system, offered, rate, args.warmup,  # noqa: B023
                                   args.open_duration, pool=len(pool)),
                 pids, args.warmup + 0.1, args.open_duration,
             ))  # fmt: skip
-            _log(f"{variant} open loop: {opened[-1]}")
+            _log(f"{system} open loop: {opened[-1]}")
     return results, opened
 
 
@@ -327,10 +346,13 @@ def main(argv: list[str] | None = None) -> int:
         partition = read_layout(bootstrap, topics).catalog_partition(CATALOG)
         event = encode_event(read_events(bootstrap, topics.events, partition)[-1])
         reply = encode_reply(sample)
-        if "leader" in systems:
-            results, open_results = run_leader(
-                bootstrap, topics, shared, tables, counts, args, log_file, broker_pid
-            )
+        for system in ("leader", "embedded"):
+            if system in systems:
+                done, opened = run_leader(
+                    system, bootstrap, topics, shared, tables, counts, args, log_file, broker_pid
+                )
+                results |= done
+                open_results += opened
         if "raw" in systems:
             for n in counts:
                 with RawCommitter(bootstrap, RAW_EVENTS, RAW_REPLIES, event, reply) as raw:

@@ -12,10 +12,11 @@ from bench.leader_load import Result
 
 SYSTEMS = {
     "leader": "leader",
+    "embedded": "leader, embedded",
     "raw": "raw Kafka txn (limit)",
     "etcd": "etcd compare-and-put txn",
 }
-RATIOS = (("leader", "raw"), ("leader", "etcd"))
+RATIOS = (("leader", "raw"), ("leader", "etcd"), ("embedded", "raw"), ("embedded", "etcd"))
 
 
 def _cell(r: Result | None) -> str:

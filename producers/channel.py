@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Protocol
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
 
@@ -13,10 +14,28 @@ from events.replies import Committed, Rejected
 from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
 from producers.errors import LeaderUnavailable
 from producers.routing import Layout, read_layout
+from producers.waiter import Waiter
 from projector.kafka_io import next_batch, watermarks
 
 _REPLIES_PER_READ = 500
 """At most this many replies are taken from the topic per read."""
+
+
+class Channel(Protocol):
+    """What a `MetadataClient` sends its commands through."""
+
+    @property
+    def reply_to(self) -> str | None:
+        """The reply address commands carry (None: the reply comes back in-process)."""
+
+    def layout(self) -> Layout:
+        """The topics' layout."""
+
+    def request(self, command: c.Command, timeout: float) -> Committed | Rejected | None:
+        """Send `command` and wait for its reply; None when its outcome is unknown."""
+
+    def close(self) -> None:
+        """Release what the channel holds."""
 
 
 class CommandChannel:
@@ -32,11 +51,16 @@ class CommandChannel:
         self.topics = topics
         self.client_id = client_id
         self._lock = threading.Lock()
-        self._waiting: dict[str, list[_Waiter]] = {}
+        self._waiting: dict[str, list[Waiter[Committed | Rejected]]] = {}
         self._producer: Producer | None = None
         self._layout: Layout | None = None
         self._reader: threading.Thread | None = None
         self._closed = threading.Event()
+
+    @property
+    def reply_to(self) -> str:
+        """Replies come back on the replies topic under this client's id."""
+        return self.client_id
 
     def layout(self) -> Layout:
         """The topics' layout (connecting first if needed)."""
@@ -49,7 +73,7 @@ class CommandChannel:
         """Send `command` and wait for its reply; None when none came in `timeout` seconds."""
         layout = self.layout()
         assert self._producer is not None
-        waiter = _Waiter()
+        waiter: Waiter[Committed | Rejected] = Waiter()
         with self._lock:
             self._waiting.setdefault(command.command_id, []).append(waiter)
         try:
@@ -134,29 +158,3 @@ class CommandChannel:
         for waiter in waiters:
             waiter.set(reply)
 
-
-class _Waiter:
-    """One call waiting for its reply: a bare lock, released when the reply is set.
-
-    (A `threading.Event` is a lock plus a `Condition`; with 64 threads on one
-    client, waking them through `Condition.notify` took a third of the
-    reader's time.)
-    """
-
-    __slots__ = ("_done", "_reply", "_set")
-
-    def __init__(self) -> None:
-        self._done = threading.Lock()
-        self._done.acquire()
-        self._reply: Committed | Rejected | None = None
-        self._set = False
-
-    def set(self, reply: Committed | Rejected) -> None:
-        """Hand over the reply (the reader thread only; a repeated reply is ignored)."""
-        if not self._set:
-            self._set = True
-            self._reply = reply
-            self._done.release()
-
-    def wait(self, timeout: float) -> Committed | Rejected | None:
-        return self._reply if self._done.acquire(timeout=max(timeout, 0.0)) else None

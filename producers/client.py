@@ -11,9 +11,11 @@ from events import commands as c
 from events.replies import Committed, Rejected
 from events.topics import Topics
 from events.values import Column, TableRouteValue
-from producers.channel import CommandChannel
+from producers.channel import Channel, CommandChannel
+from producers.embedded import LeaderChannel
 from producers.errors import CommandOutcomeUnknown, rejection_from_reply
 from producers.ids import random_uuid
+from producers.leader import Leader
 from producers.log import read_events
 from projector.apply import replay
 from projector.export import export
@@ -55,7 +57,24 @@ class MetadataClient:
         self.topics = topics or Topics()
         self.client_id = client_id or f"client-{uuid.uuid4()}"
         self.timeout = timeout
-        self._channel = CommandChannel(bootstrap, self.topics, self.client_id)
+        self._channel: Channel = CommandChannel(bootstrap, self.topics, self.client_id)
+
+    @classmethod
+    def embedded(
+        cls, leader: Leader, *, catalog: str, actor: str, timeout: float = 10.0
+    ) -> MetadataClient:
+        """A client served by a leader running in this process (embedded mode).
+
+        The same calls and outcomes, without the topics in between: each
+        command joins the leader's next batch (the same decide and transaction
+        as a command from the commands topic) and no reply record is written.
+        A call for a catalog this process does not lead raises `NotLeader`;
+        closing the client leaves the leader running.
+        """
+        client = cls(leader.bootstrap, catalog=catalog, actor=actor, topics=leader.topics,
+                     timeout=timeout)  # fmt: skip
+        client._channel = LeaderChannel(leader)
+        return client
 
     # -- the commands -------------------------------------------------------
 
@@ -267,7 +286,7 @@ class MetadataClient:
             actor=self.actor,
             expected_version=call.get("expected_version"),
             expected_resource_version=call.get("expected_resource_version"),
-            reply_to=self.client_id,
+            reply_to=self._channel.reply_to,
             **fields,
         )
         return self.send(command, call.get("timeout"))  # type: ignore[arg-type]

@@ -9,8 +9,6 @@ import queue
 import socket
 import threading
 from collections import defaultdict
-from collections.abc import Callable
-from concurrent.futures import Future
 from types import TracebackType
 from typing import Self
 
@@ -34,9 +32,19 @@ from producers.owner import (
     PartitionOwner,
 )
 from producers.routing import Layout, read_layout
+from producers.waiter import Waiter
 from projector.kafka_io import next_batch
 
 log = logging.getLogger(__name__)
+
+Outcome = Waiter[Reply | BaseException]
+"""An in-process command's outcome: its reply, or why it has none."""
+
+_POLL_WAIT_S = 0.05
+"""How long the loop waits for commands from the topic when nothing else is queued."""
+
+_EMBEDDED_POLL_WAIT_S = 0.001
+"""The same once commands are also submitted in-process: they are picked up between polls."""
 
 
 class Leader:
@@ -72,7 +80,8 @@ class Leader:
         self.group_id = group_id or f"{self.topics.prefix}-leaders"
         self.options = options or LeaderOptions()
         self._owners: dict[int, PartitionOwner] = {}
-        self._submitted: queue.SimpleQueue[tuple[Command, Future[Reply]]] = queue.SimpleQueue()
+        self._submitted: queue.SimpleQueue[tuple[Command, Outcome]] = queue.SimpleQueue()
+        self._poll_wait = _POLL_WAIT_S
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._layout: Layout | None = None
@@ -110,6 +119,12 @@ class Leader:
             )
 
     @property
+    def layout(self) -> Layout:
+        """The topics' layout, read by `start`."""
+        assert self._layout is not None, "start() the leader first"
+        return self._layout
+
+    @property
     def owned_partitions(self) -> frozenset[int]:
         """The commands partitions this leader owns now."""
         return frozenset(self._owners)
@@ -138,21 +153,36 @@ class Leader:
             CommandRejected: the typed rejection (subclass).
             CommandOutcomeUnknown: no outcome in time; retry with the same command id.
         """
-        assert self._layout is not None, "start() the leader before submit()"
-        partition = self._layout.catalog_partition(command.catalog)
-        if partition not in self._owners:
-            raise NotLeader(command.catalog, partition)
-        future: Future[Reply] = Future()
-        self._submitted.put((command, future))
-        try:
-            reply = future.result(timeout)
-        except TimeoutError as exc:
-            raise CommandOutcomeUnknown(command.command_id) from exc
-        except TransactionFailed as exc:
-            raise CommandOutcomeUnknown(command.command_id) from exc
+        reply = self.request(command, timeout)
+        if reply is None:
+            raise CommandOutcomeUnknown(command.command_id)
         if isinstance(reply, Rejected):
             raise rejection_from_reply(reply)
         return reply
+
+    def request(self, command: Command, timeout: float) -> Reply | None:
+        """`submit` without raising the outcome: the reply, or None when it is unknown.
+
+        None means no outcome within `timeout` seconds, or a commit that failed
+        (the command may or may not be in the log: retry with its command id).
+
+        Raises:
+            NotLeader: this process does not own the catalog's partition.
+        """
+        partition = self.layout.catalog_partition(command.catalog)
+        if partition not in self._owners:
+            raise NotLeader(command.catalog, partition)
+        # From the first in-process command on, the loop polls Kafka in short waits
+        # so that a submitted command waits at most that long to join a batch.
+        self._poll_wait = _EMBEDDED_POLL_WAIT_S
+        waiter: Outcome = Waiter()
+        self._submitted.put((command, waiter))
+        outcome = waiter.wait(timeout)
+        if isinstance(outcome, TransactionFailed):
+            return None
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
     # -- the loop -----------------------------------------------------------
 
@@ -185,7 +215,8 @@ class Leader:
         )
         try:
             while not self._stop.is_set():
-                messages = next_batch(consumer, self.options.batch_size, 0.05)
+                wait = 0.0 if not self._submitted.empty() else self._poll_wait
+                messages = next_batch(consumer, self.options.batch_size, wait)
                 self._serve(consumer, messages)
         finally:
             for owner in self._owners.values():
@@ -233,14 +264,14 @@ class Leader:
         assert self._layout is not None
         while True:
             try:
-                command, future = self._submitted.get_nowait()
+                command, waiter = self._submitted.get_nowait()
             except queue.Empty:
                 break
             partition = self._layout.catalog_partition(command.catalog)
             if partition not in self._owners:
-                future.set_exception(NotLeader(command.catalog, partition))
+                waiter.set(NotLeader(command.catalog, partition))
                 continue
-            inputs[partition].append(Input(command, on_reply=_resolver(future)))
+            inputs[partition].append(Input(command, on_reply=waiter.set))
         for partition, owner in list(self._owners.items()):
             items = inputs.get(partition, [])
             try:
@@ -278,18 +309,6 @@ class Leader:
         except DecodeError as exc:
             item.problem = exc.reason
         return item
-
-
-def _resolver(future: Future[Reply]) -> Callable[[Reply | BaseException], None]:
-    def resolve(outcome: Reply | BaseException) -> None:
-        if future.done():  # a dropped batch is answered once, by whoever noticed first
-            return
-        if isinstance(outcome, BaseException):
-            future.set_exception(outcome)
-        else:
-            future.set_result(outcome)
-
-    return resolve
 
 
 def _text(value: str | bytes | None) -> str | None:

@@ -35,6 +35,13 @@ def client(wire: TopicSet) -> Iterator[MetadataClient]:
         yield made
 
 
+@pytest.fixture
+def embedded_client(leader: Leader) -> Iterator[MetadataClient]:
+    """A client of catalog `greptime` served in-process by the test's leader (embedded mode)."""
+    with MetadataClient.embedded(leader, catalog="greptime", actor="svc") as made:
+        yield made
+
+
 def log_of(wire: TopicSet, catalog: str = "greptime") -> list[Event]:
     """The committed events of a catalog, read back from the events topic."""
     return [e for e in read_events(wire.bootstrap, wire.events, 0) if e.catalog == catalog]

@@ -1,4 +1,4 @@
-"""The client's reply hand-over (`producers.channel._Waiter`) and partition memo, without Kafka."""
+"""A call's outcome hand-over (`producers.waiter.Waiter`) and the partition memo, no Kafka."""
 
 from __future__ import annotations
 
@@ -7,27 +7,27 @@ import time
 
 from events.replies import Committed, Rejected
 from events.topics import Topics, partition_for
-from producers.channel import _Waiter
 from producers.routing import Layout
+from producers.waiter import Waiter
 
 REPLY = Committed(command_id="c1", catalog="greptime", resource_version=4, schema_epoch=4)
 
 
 def test_a_reply_set_before_the_wait_is_returned_at_once() -> None:
-    waiter = _Waiter()
+    waiter = Waiter[Committed | Rejected]()
     waiter.set(REPLY)
     assert waiter.wait(0.0) is REPLY
 
 
 def test_a_wait_without_a_reply_times_out_with_none() -> None:
     began = time.monotonic()
-    assert _Waiter().wait(0.05) is None
+    assert Waiter[Committed | Rejected]().wait(0.05) is None
     assert time.monotonic() - began >= 0.04
-    assert _Waiter().wait(-1.0) is None  # a negative timeout does not block
+    assert Waiter[Committed | Rejected]().wait(-1.0) is None  # a negative timeout does not block
 
 
 def test_the_waiting_thread_gets_the_first_reply_and_a_repeat_is_ignored() -> None:
-    waiter = _Waiter()
+    waiter = Waiter[Committed | Rejected]()
     got: list[Committed | Rejected | None] = []
     thread = threading.Thread(target=lambda: got.append(waiter.wait(5.0)))
     thread.start()

@@ -47,9 +47,11 @@ def test_table_lifecycle_through_the_client_lands_in_the_log_in_order(
     assert image.head.table_by_name("public", "sales").table_id == table_id
 
 
+@pytest.mark.parametrize("kind", ["client", "embedded_client"])
 def test_racing_clients_get_exactly_one_success_per_version(
-    wire: TopicSet, leader: Leader, client: MetadataClient
+    wire: TopicSet, leader: Leader, kind: str, request: pytest.FixtureRequest
 ) -> None:
+    client: MetadataClient = request.getfixturevalue(kind)
     client.create_table("public", "hot", COLUMNS)
     versions = range(1, 9)
     wins: Counter[int] = Counter()
