@@ -17,9 +17,10 @@ Run with ``python -m bench.leader`` (see ``--help``). In one bounded run it:
    then the same phases with the leader embedded in this process (a
    ``Leader`` in a background thread and ``MetadataClient.embedded``: no
    commands or replies topic between the threads and the leader);
-4. runs the limit at the same client counts: the same encoded event + reply
-   bytes committed with raw transactional produce, batched like the leader,
-   with the leader's producer settings (``bench.leader_raw``);
+4. runs the limit at the same client counts and offered rates: the same
+   encoded event + reply bytes committed with raw transactional produce,
+   batched like the leader, with the leader's producer settings
+   (``bench.leader_raw``);
 5. runs etcd compare-and-put transactions of a value of the event's size,
    one key per client thread (``bench.leader_etcd``);
 6. stops everything and prints a markdown table for BENCHMARKS.md.
@@ -354,14 +355,23 @@ def main(argv: list[str] | None = None) -> int:
                 results |= done
                 open_results += opened
         if "raw" in systems:
+            raw_pids = {"broker": broker_pid, "bench": os.getpid()}
             for n in counts:
                 with RawCommitter(bootstrap, RAW_EVENTS, RAW_REPLIES, event, reply) as raw:
                     results["raw", n] = measured(
                         lambda: closed_loop("raw", [raw.command] * n, args.warmup,  # noqa: B023
                                             args.duration),
-                        {"broker": broker_pid, "bench": os.getpid()}, args.warmup, args.duration,
+                        raw_pids, args.warmup, args.duration,
                     )  # fmt: skip
                 _log(f"raw @{n}: {results['raw', n]} in {raw.transactions} transactions")
+            for rate in _rates(args.rate):
+                with RawCommitter(bootstrap, RAW_EVENTS, RAW_REPLIES, event, reply) as raw:
+                    open_results.append(measured(
+                        lambda: open_loop("raw", lambda _: raw.command(), rate,  # noqa: B023
+                                          args.warmup, args.open_duration, pool=args.open_tables),
+                        raw_pids, args.warmup + 0.1, args.open_duration,
+                    ))  # fmt: skip
+                _log(f"raw open loop: {open_results[-1]} in {raw.transactions} transactions")
         if etcd_binary is not None:
             with EtcdServer(etcd_binary, root / "etcd", etcd_port):
                 _log(f"etcd on 127.0.0.1:{etcd_port}")
