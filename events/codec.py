@@ -20,6 +20,7 @@ from typing import Any, get_args
 from fastavro import schemaless_reader
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from events.avro_read import compile_reader
 from events.avro_shape import compile_converters
 from events.avro_write import compile_writer
 from events.commands import Command
@@ -57,6 +58,7 @@ class KindCodec:
         self._writers = {v.fingerprint: v for v in store.versions(kind)}
         self._write_as = {v.fingerprint: compile_writer(v.parsed) for v in store.versions(kind)}
         self._reader = self.current.parsed
+        self._read_current = compile_reader(self._reader)
         self._header = self.current.header
         self._field = _WRAPPER_FIELD[kind]
         self._to_avro, self._from_avro, self._from_model = compile_converters(self._reader)
@@ -121,19 +123,22 @@ class KindCodec:
         writer = self._writers.get(data[2:HEADER_LENGTH])
         if writer is None:
             raise self._foreign(data[2:HEADER_LENGTH])
-        fo = BytesIO(data)
-        fo.seek(HEADER_LENGTH)
-        reader = None if writer is self.current else self._reader
         try:
-            avro = schemaless_reader(fo, writer.parsed, reader, return_record_name=True)
+            if writer is self.current:
+                avro, end = self._read_current(data, HEADER_LENGTH)
+            else:  # an older writer: fastavro resolves it against the current schema
+                fo = BytesIO(data)
+                fo.seek(HEADER_LENGTH)
+                avro = schemaless_reader(fo, writer.parsed, self._reader, return_record_name=True)
+                end = fo.tell()
         except Exception as exc:
             raise DecodeError(
                 f"the {self.kind} body (writer v{writer.version}) is truncated or corrupt "
                 f"({type(exc).__name__}: {exc}); re-read it from the log or send it to the DLQ"
             ) from exc
-        if fo.tell() != size:
+        if end != size:
             raise DecodeError(
-                f"{size - fo.tell()} trailing byte(s) after a complete {self.kind}: the record "
+                f"{size - end} trailing byte(s) after a complete {self.kind}: the record "
                 "holds garbage after the Avro body; send it to the DLQ"
             )
         if not isinstance(avro, dict):
