@@ -115,7 +115,11 @@ def raw_arrivals(bootstrap: str, prefix: str, count: int) -> dict[str, Any]:
 
 
 def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> dict[str, float]:
-    """p50/p99 ms from the leader's commit ack to the follower's image, and to a bare consumer."""
+    """p50/p99 ms from the leader's commit ack to the follower's image, and to a bare consumer.
+
+    Also the follower process's CPU per event (its follower, observer and librdkafka
+    threads), which the machine's other load moves far less than the latencies.
+    """
     gc.unfreeze()  # each run starts from the same heap state
     topics = Topics(f"bfol{uuid.uuid4().hex[:8]}")
     create_metalog_topics(bootstrap, topics.prefix, 1)
@@ -137,9 +141,11 @@ def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> d
         watcher = threading.Thread(target=observe)
         watcher.start()
         raw = _ready_child("--raw", bootstrap, topics.prefix, str(count))
+        cpu = time.process_time()
         result = _child("--leader", bootstrap, topics.prefix, str(rate), str(seconds))
         arrived: list[float] = json.loads(raw.communicate(timeout=600)[0])["arrived"]
         follower.wait_for(count, timeout=60)
+        cpu = time.process_time() - cpu
         done.set()
         watcher.join()
     acked: list[float] = result["acked"]
@@ -148,7 +154,7 @@ def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> d
     return {"rate": rate, "achieved": result["achieved"], "per_txn": result["per_txn"],
             "count": count, "p50_ms": _at(delays, 0.5), "p99_ms": _at(delays, 0.99),
             "max_ms": delays[-1], "raw_p50_ms": _at(bare, 0.5), "raw_p99_ms": _at(bare, 0.99),
-            "raw_max_ms": bare[-1]}  # fmt: skip
+            "raw_max_ms": bare[-1], "cpu_us": cpu / count * 1e6}  # fmt: skip
 
 
 def _at(ordered: list[float], quantile: float) -> float:
@@ -234,7 +240,7 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
                   f"achieved {r['achieved']:.0f}/s, {r['per_txn']:.1f} per txn) | "
                   f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms (max {r['max_ms']:.1f}) "
                   f"| bare consumer: p50 {r['raw_p50_ms']:.1f} ms, p99 {r['raw_p99_ms']:.1f} ms "
-                  f"(max {r['raw_max_ms']:.1f}) | {load} |",
+                  f"(max {r['raw_max_ms']:.1f}) | {r['cpu_us']:.0f} µs | {load} |",
                   flush=True)  # fmt: skip
     if not {"cold", "snapshot", "warm"} & set(args.phases):
         return
