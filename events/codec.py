@@ -1,9 +1,11 @@
 """Avro single-object encoding of events, commands and replies.
 
 A record is `C3 01` + the 8-byte CRC-64-AVRO fingerprint of the writer schema
-+ the schemaless Avro body. Encoding always uses the current (newest) schema;
-decoding looks the writer schema up by fingerprint and reads with the current
-schema (Avro schema resolution), so every shipped version stays readable.
++ the schemaless Avro body. Encoding always uses the current (newest) schema,
+written by `events.avro_write`. Decoding looks the writer schema up by
+fingerprint: a record of the current schema is read by `events.avro_read`, an
+older one by fastavro with the current schema as the reader (Avro schema
+resolution), so every shipped version stays readable.
 
 Two dict shapes exist: the model shape (`model_dump()`, a union branch is a
 dict with a `type` key) and the Avro shape (a union branch is a
