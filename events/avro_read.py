@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from itertools import count
 from typing import Any
+
+from events.avro_source import PRIMITIVES, SourceGenerator
 
 Read = Callable[[bytes, int], tuple[Any, int]]
 
-_PRIMITIVES = frozenset(("null", "boolean", "long", "string", "bytes"))
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -50,147 +50,98 @@ def compile_reader(parsed: dict[str, Any]) -> Read:
     Raises:
         ValueError: The schema uses a type this reader does not cover.
     """
-    source = _Generator()
-    entry = source.record(parsed)
-    namespace: dict[str, Any] = {
-        "_varint": _varint, "_too_long": _too_long, "_EPOCH": _EPOCH, "_timedelta": timedelta,
-        **source.constants,
-    }  # fmt: skip
-    exec(compile("\n".join(source.lines), f"<avro reader {parsed['name']}>", "exec"), namespace)
-    read: Read = namespace[entry]
+    namespace = {"_varint": _varint, "_too_long": _too_long, "_EPOCH": _EPOCH,
+                 "_timedelta": timedelta}  # fmt: skip
+    read: Read = _Reader().build(parsed, namespace)
     return read
 
 
-class _Generator:
-    """Writes the reader's source: `lines`, and the `constants` it refers to."""
+class _Reader(SourceGenerator):
+    """Emits `def f(d, p)` per record: read from `d` at `p`, return `(value, end)`."""
 
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.constants: dict[str, Any] = {}
-        self._functions: dict[str, str] = {}
-        self._named: dict[str, dict[str, Any]] = {}
-        self._ids = count()
+    purpose = "compiled Avro reader"
 
-    def _name(self, stem: str) -> str:
-        return f"{stem}{next(self._ids)}"
-
-    def record(self, schema: dict[str, Any]) -> str:
-        """Emit the function of a record schema (once per name); its name."""
-        name = schema["name"]
-        if name in self._functions:
-            return self._functions[name]
-        function = self._functions[name] = self._name("_record")
-        self._named[name] = schema
+    def record_source(self, function: str, schema: dict[str, Any]) -> list[str]:
         body: list[str] = []
         values = []
         for field in schema["fields"]:
-            value = self._name("v")
-            self._value(field["type"], value, body, "    ")
-            values.append(f"{field['name']!r}: {value}")
-        self.lines += [f"def {function}(d, p):", "    size = len(d)", *body]
-        self.lines.append(f"    return {{{', '.join(values)}}}, p")
-        return function
+            var = self.name("v")
+            self.value(field["type"], var, body, "    ")
+            values.append(f"{field['name']!r}: {var}")
+        return [f"def {function}(d, p):", "    size = len(d)", *body,
+                f"    return {{{', '.join(values)}}}, p"]  # fmt: skip
 
-    def _value(self, schema: Any, into: str, out: list[str], pad: str) -> None:
-        """Emit the statements that read one value of `schema` into the local `into`."""
-        if isinstance(schema, str):
-            if schema in _PRIMITIVES:
-                self._primitive(schema, into, out, pad)
-            elif schema in self._named:
-                self._named_value(self._named[schema], into, out, pad)
-            else:
-                raise ValueError(f"unknown Avro type {schema!r}")
-            return
-        if isinstance(schema, list):
-            self._union(schema, into, out, pad)
-            return
-        kind = schema["type"]
-        if kind == "long" and schema.get("logicalType") == "timestamp-micros":
-            self._long(into, out, pad)
-            out.append(f"{pad}{into} = _EPOCH + _timedelta(microseconds={into})")
-        elif isinstance(kind, str) and kind in _PRIMITIVES:
-            self._primitive(kind, into, out, pad)
-        elif kind in ("record", "enum"):
-            self._named_value(schema, into, out, pad)
-        elif kind == "array":
-            self._blocks(schema["items"], into, out, pad, keyed=False)
-        elif kind == "map":
-            self._blocks(schema["values"], into, out, pad, keyed=True)
-        else:
-            raise ValueError(f"Avro type {kind!r} is not covered by events.avro_read")
-
-    def _named_value(self, schema: dict[str, Any], into: str, out: list[str], pad: str) -> None:
+    def named_value(self, schema: dict[str, Any], var: str, out: list[str], pad: str) -> None:
         if schema["type"] == "record":
-            # Its function is complete before the caller's (names resolve at call time).
-            out.append(f"{pad}{into}, p = {self.record(schema)}(d, p)")
+            out.append(f"{pad}{var}, p = {self.record(schema)}(d, p)")
             return
-        self._named[schema["name"]] = schema
-        symbols = self._name("_symbols")
-        self.constants[symbols] = tuple(schema["symbols"])
-        self._long(into, out, pad)
-        out.append(f"{pad}if {into} < 0: raise IndexError(f'enum index {{{into}}}')")
-        out.append(f"{pad}{into} = {symbols}[{into}]")
+        symbols = self.constant("_symbols", tuple(schema["symbols"]))
+        self._long(var, out, pad)
+        out.append(f"{pad}if {var} < 0: raise IndexError(f'enum index {{{var}}}')")
+        out.append(f"{pad}{var} = {symbols}[{var}]")
 
-    def _primitive(self, kind: str, into: str, out: list[str], pad: str) -> None:
+    def timestamp(self, var: str, out: list[str], pad: str) -> None:
+        self._long(var, out, pad)
+        out.append(f"{pad}{var} = _EPOCH + _timedelta(microseconds={var})")
+
+    def primitive(self, kind: str, var: str, out: list[str], pad: str) -> None:
         if kind == "null":
-            out.append(f"{pad}{into} = None")
+            out.append(f"{pad}{var} = None")
         elif kind == "boolean":
-            out += [f"{pad}{into} = d[p] != 0", f"{pad}p += 1"]
+            out += [f"{pad}{var} = d[p] != 0", f"{pad}p += 1"]
         elif kind == "long":
-            self._long(into, out, pad)
+            self._long(var, out, pad)
         else:
-            self._long(into, out, pad)
-            end = self._name("e")
+            self._long(var, out, pad)
+            end = self.name("e")
             out += [
-                f"{pad}{end} = p + {into}",
-                f"{pad}if {into} < 0 or {end} > size: raise _too_long({into}, p, size - p)",
-                f"{pad}{into} = d[p:{end}]" + (".decode()" if kind == "string" else ""),
+                f"{pad}{end} = p + {var}",
+                f"{pad}if {var} < 0 or {end} > size: raise _too_long({var}, p, size - p)",
+                f"{pad}{var} = d[p:{end}]" + (".decode()" if kind == "string" else ""),
                 f"{pad}p = {end}",
             ]
 
     @staticmethod
-    def _long(into: str, out: list[str], pad: str) -> None:
+    def _long(var: str, out: list[str], pad: str) -> None:
         out += [
             f"{pad}b = d[p]",
             f"{pad}p += 1",
-            f"{pad}if b < 128: {into} = (b >> 1) ^ -(b & 1)",
-            f"{pad}else: {into}, p = _varint(d, p, b)",
+            f"{pad}if b < 128: {var} = (b >> 1) ^ -(b & 1)",
+            f"{pad}else: {var}, p = _varint(d, p, b)",
         ]
 
-    def _blocks(self, item: Any, into: str, out: list[str], pad: str, keyed: bool) -> None:
-        n, key, value = self._name("n"), self._name("k"), self._name("x")
-        out.append(f"{pad}{into} = {{}}" if keyed else f"{pad}{into} = []")
+    def blocks(self, schema: dict[str, Any], var: str, out: list[str], pad: str) -> None:
+        keyed = schema["type"] == "map"
+        n, key, item = self.name("n"), self.name("k"), self.name("x")
+        out.append(f"{pad}{var} = {{}}" if keyed else f"{pad}{var} = []")
         out.append(f"{pad}while True:")
         inner = pad + "    "
         self._long(n, out, inner)
-        out.append(f"{inner}if {n} == 0: break")
-        out.append(f"{inner}if {n} < 0:")
-        out.append(f"{inner}    {n} = -{n}")
-        self._long(self._name("skip"), out, inner + "    ")
+        out += [f"{inner}if {n} == 0: break", f"{inner}if {n} < 0:", f"{inner}    {n} = -{n}"]
+        self._long(self.name("skip"), out, inner + "    ")  # the block's size in bytes
         out.append(f"{inner}for _ in range({n}):")
         body = inner + "    "
         if keyed:
-            self._primitive("string", key, out, body)
-        self._value(item, value, out, body)
-        out.append(f"{body}{into}[{key}] = {value}" if keyed else f"{body}{into}.append({value})")
+            self.primitive("string", key, out, body)
+        self.value(schema["values" if keyed else "items"], item, out, body)
+        out.append(f"{body}{var}[{key}] = {item}" if keyed else f"{body}{var}.append({item})")
 
-    def _union(self, branches: list[Any], into: str, out: list[str], pad: str) -> None:
-        index = self._name("i")
+    def union(self, branches: list[Any], var: str, out: list[str], pad: str) -> None:
+        index = self.name("i")
         self._long(index, out, pad)
         for at, branch in enumerate(branches):
             out.append(f"{pad}{'if' if at == 0 else 'elif'} {index} == {at}:")
             inner = pad + "    "
-            self._value(branch, into, out, inner)
-            name = _record_name(branch, self._named)
+            self.value(branch, var, out, inner)
+            name = self._record_name(branch)
             if name is not None:
-                out.append(f"{inner}{into} = ({name!r}, {into})")
+                out.append(f"{inner}{var} = ({name!r}, {var})")
         out.append(f"{pad}else: raise IndexError(f'union index {{{index}}}')")
 
-
-def _record_name(branch: Any, named: dict[str, dict[str, Any]]) -> str | None:
-    """The name fastavro (`return_record_name=True`) pairs a branch's value with, if any."""
-    if isinstance(branch, dict):
-        return str(branch["name"]) if branch["type"] == "record" else None
-    if isinstance(branch, str) and branch not in _PRIMITIVES:
-        return str(named[branch]["name"])
-    return None
+    def _record_name(self, branch: Any) -> str | None:
+        """The name fastavro (`return_record_name=True`) pairs a branch's value with, if any."""
+        if isinstance(branch, dict):
+            return str(branch["name"]) if branch["type"] == "record" else None
+        if isinstance(branch, str) and branch not in PRIMITIVES:
+            return str(self.named[branch]["name"])
+        return None
