@@ -48,6 +48,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from bench.apply import CATALOG, Generator
 from bench.baseline import BENCH_PORTS
 from bench.follower_log import check_against_generator, create_records, produce_log
+from bench.leader_load import percentile
 from bench.ports import free_port_pair
 from events.codec import decode_event, encode_event
 from events.topics import Topics
@@ -152,13 +153,10 @@ def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> d
     delays = sorted(max(0.0, seen[rv] - at) * 1000 for rv, at in enumerate(acked, 1))
     bare = sorted(max(0.0, got - at) * 1000 for got, at in zip(arrived, acked, strict=True))
     return {"rate": rate, "achieved": result["achieved"], "per_txn": result["per_txn"],
-            "count": count, "p50_ms": _at(delays, 0.5), "p99_ms": _at(delays, 0.99),
-            "max_ms": delays[-1], "raw_p50_ms": _at(bare, 0.5), "raw_p99_ms": _at(bare, 0.99),
+            "count": count, "p50_ms": percentile(delays, 0.5),
+            "p99_ms": percentile(delays, 0.99), "max_ms": delays[-1],
+            "raw_p50_ms": percentile(bare, 0.5), "raw_p99_ms": percentile(bare, 0.99),
             "raw_max_ms": bare[-1], "cpu_us": cpu / count * 1e6}  # fmt: skip
-
-
-def _at(ordered: list[float], quantile: float) -> float:
-    return ordered[int(len(ordered) * quantile)]
 
 
 def load_log(bootstrap: str, tables: int) -> Topics:

@@ -18,15 +18,12 @@ when compiling. Bytes that do not hold a value raise (`IndexError`,
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from events.avro_source import PRIMITIVES, SourceGenerator
+from events.avro_source import EPOCH, PRIMITIVES, SourceGenerator
 
 Read = Callable[[bytes, int], tuple[Any, int]]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
 
 def _varint(data: bytes, pos: int, first: int) -> tuple[int, int]:
     """The rest of a zigzag varint whose first byte (`first` >= 0x80) is read."""
@@ -50,7 +47,7 @@ def compile_reader(parsed: dict[str, Any]) -> Read:
     Raises:
         ValueError: The schema uses a type this reader does not cover.
     """
-    namespace = {"_varint": _varint, "_too_long": _too_long, "_EPOCH": _EPOCH,
+    namespace = {"_varint": _varint, "_too_long": _too_long, "EPOCH": EPOCH,
                  "_timedelta": timedelta}  # fmt: skip
     read: Read = _Reader().build(parsed, namespace)
     return read
@@ -82,7 +79,7 @@ class _Reader(SourceGenerator):
 
     def timestamp(self, var: str, out: list[str], pad: str) -> None:
         self._long(var, out, pad)
-        out.append(f"{pad}{var} = _EPOCH + _timedelta(microseconds={var})")
+        out.append(f"{pad}{var} = EPOCH + _timedelta(microseconds={var})")
 
     def primitive(self, kind: str, var: str, out: list[str], pad: str) -> None:
         if kind == "null":

@@ -8,14 +8,19 @@ executes the source once and returns the top-level record's function.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from datetime import UTC, datetime
 from itertools import count
 from typing import Any
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""Where `timestamp-micros` counts from."""
 
 PRIMITIVES = frozenset(("null", "boolean", "long", "string", "bytes"))
 """The primitive types the contract's schemas use (no int, float, double or fixed)."""
 
 
-class SourceGenerator:
+class SourceGenerator(ABC):
     """Collects the source (`lines`) and the `constants` it refers to; see the module docstring."""
 
     purpose = "compiled Avro code"
@@ -85,28 +90,28 @@ class SourceGenerator:
         else:
             raise ValueError(f"Avro type {kind!r} is not covered by the {self.purpose}")
 
-    # -- what a subclass says ---------------------------------------------------
+    # -- what a reader or a writer says ----------------------------------------
 
+    @abstractmethod
     def record_source(self, function: str, schema: dict[str, Any]) -> list[str]:
         """The lines of `function`, which handles a record of `schema`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def primitive(self, kind: str, var: str, out: list[str], pad: str) -> None:
         """A value of a primitive type."""
-        raise NotImplementedError
 
+    @abstractmethod
     def timestamp(self, var: str, out: list[str], pad: str) -> None:
         """A `timestamp-micros` long."""
-        raise NotImplementedError
 
+    @abstractmethod
     def named_value(self, schema: dict[str, Any], var: str, out: list[str], pad: str) -> None:
         """A record or an enum."""
-        raise NotImplementedError
 
+    @abstractmethod
     def blocks(self, schema: dict[str, Any], var: str, out: list[str], pad: str) -> None:
         """An array or a map."""
-        raise NotImplementedError
 
+    @abstractmethod
     def union(self, branches: list[Any], var: str, out: list[str], pad: str) -> None:
         """A union."""
-        raise NotImplementedError

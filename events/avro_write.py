@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from events.avro_source import SourceGenerator
+from events.avro_source import EPOCH, SourceGenerator
 from events.base import LONG_MAX, LONG_MIN
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SMALL = [bytes([(n << 1) ^ (n >> 63)]) for n in range(-64, 64)]
 """The one-byte zigzag varints of -64..63 (most lengths, versions and indexes)."""
 
@@ -73,7 +72,7 @@ def _bytes(out: bytearray, value: bytes) -> None:
 def _timestamp_micros(out: bytearray, value: datetime | int) -> None:
     if isinstance(value, datetime):
         if value.tzinfo is not None:
-            delta = value - _EPOCH
+            delta = value - EPOCH
             value = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
         else:  # naive: local time, as fastavro reads it
             value = int(time.mktime(value.timetuple())) * 1_000_000 + value.microsecond
