@@ -14,9 +14,9 @@ stopped at the end). Phases (`--phases`):
   Beside the follower, a child with a bare consumer (the follower's settings, no
   decode or apply) notes each record's arrival: the reference, in the same run.
 - `cold`: a log of `--tables` table creates (`bench.follower_log`, produced
-  in large transactions), then two cold starts, each in a child process with
-  its own peak RSS: full replay (which then writes a snapshot at the end of
-  the log) and start from that snapshot. Then the raw decode rate of the
+  in large transactions), then cold starts, each in a child process with
+  its own peak RSS: a full replay for each `--freeze-gc` setting (the first
+  then writes a snapshot at the end of the log) and starts from that snapshot. Then the raw decode rate of the
   same records (a sample, fetched first, timed alone).
 - `snapshot`: instead of the full replay, write the snapshot at the end of
   the log by folding its records in a child process
@@ -105,21 +105,24 @@ def raw_arrivals(bootstrap: str, prefix: str, count: int) -> dict[str, Any]:
     consumer.assign([TopicPartition(Topics(prefix).events, 0, OFFSET_BEGINNING)])
     consumer.poll(0.5)
     print("ready", flush=True)
+    cpu = time.process_time()
     arrived: list[float] = []
     deadline = time.monotonic() + 600
     while len(arrived) < count and time.monotonic() < deadline:
         messages = next_batch(consumer, 1000, 0.1)
         now = time.monotonic()
         arrived.extend(now for m in messages if m.error() is None)
+    cpu = time.process_time() - cpu
     consumer.close()
-    return {"arrived": arrived}
+    return {"arrived": arrived, "cpu_us": cpu / max(1, len(arrived)) * 1e6}
 
 
 def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> dict[str, float]:
     """p50/p99 ms from the leader's commit ack to the follower's image, and to a bare consumer.
 
     Also the follower process's CPU per event (its follower, observer and librdkafka
-    threads), which the machine's other load moves far less than the latencies.
+    threads), which the machine's other load moves far less than the latencies,
+    and the bare consumer's: what reading the records costs without decode or apply.
     """
     gc.unfreeze()  # each run starts from the same heap state
     topics = Topics(f"bfol{uuid.uuid4().hex[:8]}")
@@ -144,19 +147,21 @@ def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> d
         raw = _ready_child("--raw", bootstrap, topics.prefix, str(count))
         cpu = time.process_time()
         result = _child("--leader", bootstrap, topics.prefix, str(rate), str(seconds))
-        arrived: list[float] = json.loads(raw.communicate(timeout=600)[0])["arrived"]
+        bare = json.loads(raw.communicate(timeout=600)[0])
+        arrived: list[float] = bare["arrived"]
         follower.wait_for(count, timeout=60)
         cpu = time.process_time() - cpu
         done.set()
         watcher.join()
     acked: list[float] = result["acked"]
     delays = sorted(max(0.0, seen[rv] - at) * 1000 for rv, at in enumerate(acked, 1))
-    bare = sorted(max(0.0, got - at) * 1000 for got, at in zip(arrived, acked, strict=True))
+    late = sorted(max(0.0, got - at) * 1000 for got, at in zip(arrived, acked, strict=True))
     return {"rate": rate, "achieved": result["achieved"], "per_txn": result["per_txn"],
             "count": count, "p50_ms": percentile(delays, 0.5),
             "p99_ms": percentile(delays, 0.99), "max_ms": delays[-1],
-            "raw_p50_ms": percentile(bare, 0.5), "raw_p99_ms": percentile(bare, 0.99),
-            "raw_max_ms": bare[-1], "cpu_us": cpu / count * 1e6}  # fmt: skip
+            "raw_p50_ms": percentile(late, 0.5), "raw_p99_ms": percentile(late, 0.99),
+            "raw_max_ms": late[-1], "cpu_us": cpu / count * 1e6,
+            "raw_cpu_us": bare["cpu_us"]}  # fmt: skip
 
 
 def load_log(bootstrap: str, tables: int) -> Topics:
@@ -167,14 +172,17 @@ def load_log(bootstrap: str, tables: int) -> Topics:
     return topics
 
 
-def cold_start(bootstrap: str, prefix: str, snapshots: str, events: int) -> dict[str, Any]:
+def cold_start(
+    bootstrap: str, prefix: str, snapshots: str, events: int, freeze_gc: bool
+) -> dict[str, Any]:
     """(In a child process) start a follower, wait for the whole log; seconds and peak RSS.
 
     Without a snapshot in `snapshots` this is a full replay, and it writes one
     at the end of the log for the next start.
     """
     start, cpu = time.perf_counter(), time.process_time()
-    follower = Follower(bootstrap, CATALOG, topics=Topics(prefix), snapshot_dir=snapshots)
+    follower = Follower(bootstrap, CATALOG, topics=Topics(prefix), snapshot_dir=snapshots,
+                        freeze_gc=freeze_gc)  # fmt: skip
     with follower:
         loaded = time.perf_counter() - start
         from_rv = follower.current().resource_version
@@ -238,7 +246,8 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
                   f"achieved {r['achieved']:.0f}/s, {r['per_txn']:.1f} per txn) | "
                   f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms (max {r['max_ms']:.1f}) "
                   f"| bare consumer: p50 {r['raw_p50_ms']:.1f} ms, p99 {r['raw_p99_ms']:.1f} ms "
-                  f"(max {r['raw_max_ms']:.1f}) | {r['cpu_us']:.0f} µs | {load} |",
+                  f"(max {r['raw_max_ms']:.1f}) | {r['cpu_us']:.0f} µs "
+                  f"(bare {r['raw_cpu_us']:.0f}) | {load} |",
                   flush=True)  # fmt: skip
     if not {"cold", "snapshot", "warm"} & set(args.phases):
         return
@@ -261,14 +270,21 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
 def _cold(bootstrap: str, topics: Topics, snaps: str, args: argparse.Namespace) -> None:
     size = f"{args.tables:,} tables"
     if "cold" in args.phases:
-        load = _load()
-        replay = _child("--cold", bootstrap, topics.prefix, snaps, str(args.tables))
-        print(f"| cold start, full replay ({size}) | {replay['seconds']:.1f} s, "
-              f"peak RSS {replay['rss_mb']:,.0f} MB | {load} |", flush=True)  # fmt: skip
-        print(f"| full replay through the follower | {replay['events_per_s']:,.0f} events/s |")
-        print(f"| snapshot write ({size}) | {replay['snapshot_write_s']:.1f} s, size "
-              f"{_size_mb(Path(snaps)):,.0f} MB, peak RSS {replay['rss_after_write_mb']:,.0f} MB |",
-              flush=True)  # fmt: skip
+        # One full replay per freeze_gc setting; the first writes the snapshot the
+        # warm starts load, the others write theirs elsewhere (not timed either way).
+        for index, freeze in enumerate(args.freeze_gc):
+            with tempfile.TemporaryDirectory(prefix="metalog-bench-snap-") as other:
+                into = snaps if index == 0 else other
+                load = _load()
+                replay = _child("--cold", bootstrap, topics.prefix, into, str(args.tables), freeze)
+                print(f"| cold start, full replay ({size}), freeze_gc {freeze} | "
+                      f"{replay['seconds']:.1f} s (CPU {replay['cpu_s']:.1f} s), peak RSS "
+                      f"{replay['rss_mb']:,.0f} MB | {load} |", flush=True)  # fmt: skip
+                print(f"| full replay through the follower, freeze_gc {freeze} | "
+                      f"{replay['events_per_s']:,.0f} events/s |")  # fmt: skip
+                print(f"| snapshot write ({size}) | {replay['snapshot_write_s']:.1f} s, size "
+                      f"{_size_mb(Path(into)):,.0f} MB, peak RSS "
+                      f"{replay['rss_after_write_mb']:,.0f} MB |", flush=True)  # fmt: skip
     elif "snapshot" in args.phases:
         load = _load()
         built = _child(bootstrap, topics.prefix, str(args.tables), snaps,
@@ -278,7 +294,8 @@ def _cold(bootstrap: str, topics: Topics, snaps: str, args: argparse.Namespace) 
               flush=True)  # fmt: skip
     for _ in range(args.warm_runs):
         load = _load()
-        warm = _child("--cold", bootstrap, topics.prefix, snaps, str(args.tables))
+        warm = _child("--cold", bootstrap, topics.prefix, snaps, str(args.tables),
+                      args.freeze_gc[0])  # fmt: skip
         print(f"| cold start from snapshot ({size}) | {warm['seconds']:.1f} s (snapshot load "
               f"{warm['snapshot_load_s']:.1f} s, CPU {warm['cpu_s']:.1f} s), peak RSS "
               f"{warm['rss_mb']:,.0f} MB | {load} |",
@@ -304,20 +321,21 @@ def main() -> None:
     parser.add_argument("--broker-warmup", type=float, default=120.0,
                         help="seconds of unmeasured propagation at the top rate first")  # fmt: skip
     parser.add_argument("--freeze-gc", nargs="+", default=["on"], choices=["on", "off"],
-                        help="the follower's freeze_gc, each in turn at each rate")  # fmt: skip
+                        help="the follower's freeze_gc, each in turn at each rate and "
+                        "for each full replay")  # fmt: skip
     parser.add_argument("--tables", type=int, default=1_000_000)
     parser.add_argument("--warm-runs", type=int, default=2, help="cold starts from the snapshot")
     parser.add_argument("--decode-sample", type=int, default=200_000)
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--log", default=None, help="reuse this prefix's log of --tables creates")
     parser.add_argument("--snapshots", default=None, help="keep snapshots here (default: temp)")
-    parser.add_argument("--cold", nargs=4, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--cold", nargs=5, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--leader", nargs=4, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--raw", nargs=3, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold:
-        bootstrap, prefix, snaps, events = args.cold
-        print(json.dumps(cold_start(bootstrap, prefix, snaps, int(events))))
+        bootstrap, prefix, snaps, events, freeze = args.cold
+        print(json.dumps(cold_start(bootstrap, prefix, snaps, int(events), freeze == "on")))
         return
     if args.raw:
         bootstrap, prefix, count = args.raw
