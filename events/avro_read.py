@@ -7,6 +7,8 @@ returns a function from `(bytes, offset)` to `(datum, end offset)`. The datum
 is what `fastavro.schemaless_reader(..., return_record_name=True)` returns
 without a reader schema: unions of records (or of named references) give
 `(full_name, value)` tuples, `timestamp-micros` gives an aware UTC datetime.
+With `tagged=True` it is the models' shape instead (`events.avro_shape`): a
+record read from a union is its dict with a `type` key holding its short name.
 
 It covers what the contract uses, the same set as `events.avro_write`: null,
 boolean, long (and `timestamp-micros`), string, bytes, enum, array, map,
@@ -41,15 +43,20 @@ def _too_long(size: int, pos: int, available: int) -> ValueError:
     return ValueError(f"a length of {size} at byte {pos} runs past the {available} bytes there")
 
 
-def compile_reader(parsed: dict[str, Any]) -> Read:
+def compile_reader(parsed: dict[str, Any], tagged: bool = False) -> Read:
     """A function reading a datum of the fastavro-parsed record schema `parsed`.
+
+    Args:
+        parsed: The schema.
+        tagged: Read a record in a union as its dict with a `type` key (the
+            models' shape), not as fastavro's `(full_name, dict)` tuple.
 
     Raises:
         ValueError: The schema uses a type this reader does not cover.
     """
     namespace = {"_varint": _varint, "_too_long": _too_long, "EPOCH": EPOCH,
                  "_timedelta": timedelta}  # fmt: skip
-    read: Read = _Reader().build(parsed, namespace)
+    read: Read = _Reader(tagged).build(parsed, namespace)
     return read
 
 
@@ -57,6 +64,10 @@ class _Reader(SourceGenerator):
     """Emits `def f(d, p)` per record: read from `d` at `p`, return `(value, end)`."""
 
     purpose = "compiled Avro reader"
+
+    def __init__(self, tagged: bool) -> None:
+        super().__init__()
+        self.tagged = tagged
 
     def record_source(self, function: str, schema: dict[str, Any]) -> list[str]:
         body: list[str] = []
@@ -131,7 +142,9 @@ class _Reader(SourceGenerator):
             inner = pad + "    "
             self.value(branch, var, out, inner)
             name = self._record_name(branch)
-            if name is not None:
+            if name is not None and self.tagged:
+                out.append(f"{inner}{var}['type'] = {name.rpartition('.')[2]!r}")
+            elif name is not None:
                 out.append(f"{inner}{var} = ({name!r}, {var})")
         out.append(f"{pad}else: raise IndexError(f'union index {{{index}}}')")
 

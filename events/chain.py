@@ -99,8 +99,8 @@ def _decoded(records: Iterable[bytes]) -> Iterable[tuple[Event, SchemaVersion]]:
     event_codec = codec("event")
     for position, data in enumerate(records):
         try:
-            avro, writer = event_codec.read_avro(data)
-            event: Event = event_codec.validate(event_codec.from_avro(avro))
+            shaped, writer = event_codec.read(data)
+            event: Event = event_codec.validate(shaped)
         except DecodeError as exc:
             raise ChainBroken(-1, f"record #{position} does not decode: {exc.reason}") from exc
         reencoded = writer.header + event_codec.body(event_codec.model_to_avro(event), writer)

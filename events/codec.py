@@ -3,9 +3,10 @@
 A record is `C3 01` + the 8-byte CRC-64-AVRO fingerprint of the writer schema
 + the schemaless Avro body. Encoding always uses the current (newest) schema,
 written by `events.avro_write`. Decoding looks the writer schema up by
-fingerprint: a record of the current schema is read by `events.avro_read`, an
-older one by fastavro with the current schema as the reader (Avro schema
-resolution), so every shipped version stays readable.
+fingerprint: a record of the current schema is read by `events.avro_read`
+straight into the model shape, an older one by fastavro with the current
+schema as the reader (Avro schema resolution) and then reshaped, so every
+shipped version stays readable.
 
 Two dict shapes exist: the model shape (`model_dump()`, a union branch is a
 dict with a `type` key) and the Avro shape (a union branch is a
@@ -60,7 +61,7 @@ class KindCodec:
         self._writers = {v.fingerprint: v for v in store.versions(kind)}
         self._write_as = {v.fingerprint: compile_writer(v.parsed) for v in store.versions(kind)}
         self._reader = self.current.parsed
-        self._read_current = compile_reader(self._reader)
+        self._read_current = compile_reader(self._reader, tagged=True)
         self._header = self.current.header
         self._field = _WRAPPER_FIELD[kind]
         self._to_avro, self._from_avro, self._from_model = compile_converters(self._reader)
@@ -110,8 +111,8 @@ class KindCodec:
                 "check field types and that integers fit a 64-bit long"
             ) from exc
 
-    def read_avro(self, data: bytes) -> tuple[dict[str, Any], SchemaVersion]:
-        """Decode a single-object record to the Avro shape, with its writer schema.
+    def read(self, data: bytes) -> tuple[dict[str, Any], SchemaVersion]:
+        """Decode a single-object record to the model-shaped dict, with its writer schema.
 
         Raises:
             DecodeError: The bytes are not one complete record of this kind.
@@ -125,13 +126,14 @@ class KindCodec:
         writer = self._writers.get(data[2:HEADER_LENGTH])
         if writer is None:
             raise self._foreign(data[2:HEADER_LENGTH])
+        current = writer is self.current
         try:
-            if writer is self.current:
-                avro, end = self._read_current(data, HEADER_LENGTH)
+            if current:
+                datum, end = self._read_current(data, HEADER_LENGTH)
             else:  # an older writer: fastavro resolves it against the current schema
                 fo = BytesIO(data)
                 fo.seek(HEADER_LENGTH)
-                avro = schemaless_reader(fo, writer.parsed, self._reader, return_record_name=True)
+                datum = schemaless_reader(fo, writer.parsed, self._reader, return_record_name=True)
                 end = fo.tell()
         except Exception as exc:
             raise DecodeError(
@@ -143,17 +145,18 @@ class KindCodec:
                 f"{size - end} trailing byte(s) after a complete {self.kind}: the record "
                 "holds garbage after the Avro body; send it to the DLQ"
             )
-        if not isinstance(avro, dict):
+        if not isinstance(datum, dict):
             raise DecodeError(f"the {self.kind} body is not an Avro record")
-        return avro, writer
+        if current:
+            return (datum if self._field is None else datum[self._field]), writer
+        try:
+            return self.from_avro(datum), writer
+        except Exception as exc:  # a writer schema whose unions the reader lacks
+            raise DecodeError(f"the {self.kind} body has an unexpected shape: {exc}") from exc
 
     def decode_dict(self, data: bytes) -> dict[str, Any]:
         """Decode to the model-shaped dict without pydantic validation."""
-        avro, _ = self.read_avro(data)
-        try:
-            return self.from_avro(avro)
-        except Exception as exc:  # a writer schema whose unions the reader lacks
-            raise DecodeError(f"the {self.kind} body has an unexpected shape: {exc}") from exc
+        return self.read(data)[0]
 
     def validate(self, shaped: dict[str, Any]) -> Any:
         """Validate a model-shaped dict into the model.
