@@ -39,6 +39,8 @@ class MetadataClient:
         topics: the topic names (prefix).
         client_id: the key replies come back under; unique per client.
         timeout: seconds to wait for a reply, unless a call says otherwise.
+        channel: how commands reach the leader; None: the commands topic, with
+            replies read back from the replies topic (`embedded` passes another).
     """
 
     def __init__(
@@ -50,6 +52,7 @@ class MetadataClient:
         topics: Topics | None = None,
         client_id: str | None = None,
         timeout: float = 10.0,
+        channel: Channel | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.catalog = catalog
@@ -57,7 +60,7 @@ class MetadataClient:
         self.topics = topics or Topics()
         self.client_id = client_id or f"client-{uuid.uuid4()}"
         self.timeout = timeout
-        self._channel: Channel = CommandChannel(bootstrap, self.topics, self.client_id)
+        self._channel = channel or CommandChannel(bootstrap, self.topics, self.client_id)
 
     @classmethod
     def embedded(
@@ -71,10 +74,8 @@ class MetadataClient:
         A call for a catalog this process does not lead raises `NotLeader`;
         closing the client leaves the leader running.
         """
-        client = cls(leader.bootstrap, catalog=catalog, actor=actor, topics=leader.topics,
-                     timeout=timeout)  # fmt: skip
-        client._channel = LeaderChannel(leader)
-        return client
+        return cls(leader.bootstrap, catalog=catalog, actor=actor, topics=leader.topics,
+                   timeout=timeout, channel=LeaderChannel(leader))  # fmt: skip
 
     # -- the commands -------------------------------------------------------
 
