@@ -16,8 +16,9 @@ stopped at the end). Phases (`--phases`):
 - `cold`: a log of `--tables` table creates (`bench.follower_log`, produced
   in large transactions), then cold starts, each in a child process with
   its own peak RSS: a full replay for each `--freeze-gc` setting (the first
-  then writes a snapshot at the end of the log) and starts from that snapshot. Then the raw decode rate of the
-  same records (a sample, fetched first, timed alone).
+  then writes a snapshot at the end of the log) and starts from that
+  snapshot. Then the raw decode rate of the same records (a sample, fetched
+  first, timed alone).
 - `snapshot`: instead of the full replay, write the snapshot at the end of
   the log by folding its records in a child process
   (`bench.follower_snapshot`: the same records, decoder and fold, minutes

@@ -74,7 +74,7 @@ class Follower:
             whole process: objects alive at a freeze are then freed by reference
             counting only, never by the cycle collector. For dedicated follower
             processes (the `metalog` follower commands set it) and latency-bound
-            services; it also makes a full replay 2.4× faster (BENCHMARKS.md).
+            services; a full replay with it takes 0.4 of the time (BENCHMARKS.md).
     """
 
     def __init__(
