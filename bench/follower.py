@@ -41,6 +41,7 @@ import tempfile
 import threading
 import time
 import uuid
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -274,8 +275,7 @@ def _cold(bootstrap: str, topics: Topics, snaps: str, args: argparse.Namespace) 
         # One full replay per freeze_gc setting; the first writes the snapshot the
         # warm starts load, the others write theirs elsewhere (not timed either way).
         for index, freeze in enumerate(args.freeze_gc):
-            with tempfile.TemporaryDirectory(prefix="metalog-bench-snap-") as other:
-                into = snaps if index == 0 else other
+            with nullcontext(snaps) if index == 0 else tempfile.TemporaryDirectory() as into:
                 load = _load()
                 replay = _child("--cold", bootstrap, topics.prefix, into, str(args.tables), freeze)
                 print(f"| cold start, full replay ({size}), freeze_gc {freeze} | "

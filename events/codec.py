@@ -91,7 +91,10 @@ class KindCodec:
 
     def from_avro(self, avro: dict[str, Any]) -> dict[str, Any]:
         """Turn an Avro-shaped dict into the model shape (unwrapping commands and replies)."""
-        shaped: dict[str, Any] = self._from_avro(avro)
+        return self._unwrap(self._from_avro(avro))
+
+    def _unwrap(self, shaped: dict[str, Any]) -> dict[str, Any]:
+        """A command or reply out of its wrapper record; an event as it is."""
         return shaped if self._field is None else shaped[self._field]
 
     def body(self, avro: dict[str, Any], schema: SchemaVersion | None = None) -> bytes:
@@ -147,10 +150,8 @@ class KindCodec:
             )
         if not isinstance(datum, dict):
             raise DecodeError(f"the {self.kind} body is not an Avro record")
-        if current:
-            return (datum if self._field is None else datum[self._field]), writer
         try:
-            return self.from_avro(datum), writer
+            return self._unwrap(datum if current else self._from_avro(datum)), writer
         except Exception as exc:  # a writer schema whose unions the reader lacks
             raise DecodeError(f"the {self.kind} body has an unexpected shape: {exc}") from exc
 
