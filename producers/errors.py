@@ -115,6 +115,31 @@ class InvalidCommand(CommandRejected):
     """The command is malformed on its own (no datanodes, a duplicate partition name…)."""
 
 
+class InvalidName(InvalidCommand):
+    """A catalog, schema, table, partition or column name breaks the naming rule.
+
+    Names are 1-64 characters, with no `/` (it separates key segments) and no
+    control characters (DESIGN.md, "Names, values and sizes").
+    """
+
+
+class OutOfRange(InvalidCommand):
+    """A number (id, epoch, version, count) is outside its documented range."""
+
+
+class TooLarge(InvalidCommand):
+    """The command's event would not fit the events topic's record limit."""
+
+
+class InternalError(CommandRejected):
+    """Deciding or encoding the command failed unexpectedly; nothing was written.
+
+    The message carries the exception's type and text. The leader goes on
+    serving; report it, since a command should be either applied or refused
+    by a rule.
+    """
+
+
 class VersionConflict(CommandRejected):
     """The caller's `expected_version` or `expected_resource_version` is stale (Hasura's 409).
 
@@ -197,3 +222,11 @@ class EpochRegression(CommandRejected):
 
 class EpochNotAboveStable(CommandRejected):
     """Publish or AdvanceStableEpoch at an epoch not above the stable epoch."""
+
+
+class PublishOutOfOrder(CommandRejected):
+    """Publish would make a change visible before an earlier one that shares a table or key.
+
+    The message names the earlier change (its resource_version and tables)
+    that must be published first, at an epoch at or below this one.
+    """
