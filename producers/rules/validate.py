@@ -371,6 +371,8 @@ def _typed(kind: str, exc: ValidationError) -> InvalidCommand:
     more = len(exc.errors()) - 1
     rest = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
     if error["type"] in _RANGE_ERRORS:
-        return OutOfRange(f"{kind}: {field}{shown} is out of range: {problem}, the range of "
-                          f"a 64-bit integer{rest}")  # fmt: skip
+        return OutOfRange(
+            f"{kind}: {field}{shown} is out of range: it does not fit a 64-bit integer, and "
+            f"each field allows less (docs/limits.md){rest}"
+        )
     return InvalidCommand(f"{kind}: {field}{shown}: {problem}{rest}")

@@ -38,7 +38,7 @@ class Run:
         assert self.out == ""
         assert "Traceback" not in self.err
         lines = self.err.splitlines()
-        assert len(lines) == 1, self.err
+        assert len(lines) == 1, self.err[:2000]
         return lines[0]
 
 
