@@ -65,7 +65,6 @@ _NAME_RULE = (
     f"a name is 1 to {NAME_MAX_CHARS} characters, without `{NAME_FORBIDDEN}` "
     "(it separates key segments) or control characters"
 )
-_TEXT_RULE = f"it is 1 to {TEXT_MAX_CHARS} characters, without control characters"
 _PUBLISH_MODES = ("auto", "explicit")
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 """Control characters (C0, DEL, C1) and surrogate halves (not text; UTF-8 cannot encode them)."""
