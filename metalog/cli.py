@@ -4,23 +4,54 @@ Each feature module contributes its subcommands through a function
 ``add_parser(subparsers)`` that registers them and sets ``func`` (a handler
 ``(argparse.Namespace) -> int``) as parser default. To add a command, write
 such a module and list it in ``COMMAND_MODULES``.
+
+Whatever goes wrong, the user sees one line on stderr and an exit code
+(``EXIT_CODES``), never a traceback: `main` is the one place errors are
+printed. ``METALOG_TRACEBACK=1`` shows the traceback of an unexpected error.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
+from confluent_kafka import KafkaException
+
 from events.errors import MetalogError
+from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
+from producers.kafka_errors import kafka_error
+from projector.errors import FollowerStopped
 
 COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader",
                                    "metalog.cli_project", "metalog.cli_follow")
 
+EXIT_USAGE = 2
+"""A usage error (argparse's own code)."""
+
+EXIT_INTERNAL = 70
+"""An unexpected error: a bug (sysexits EX_SOFTWARE)."""
+
+EXIT_INTERRUPTED = 130
+"""Ctrl-C."""
+
+EXIT_CODES: tuple[tuple[type[MetalogError], int], ...] = (
+    (CommandOutcomeUnknown, 75),  # EX_TEMPFAIL: retry with the same command id
+    (LeaderUnavailable, 69),  # EX_UNAVAILABLE: the cluster or its topics cannot be reached
+    (FollowerStopped, 69),  # the read side lost the cluster
+    (MetalogError, 1),
+)
+"""The exit code of each metalog error, most specific first."""
+
 
 def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every registered subcommand."""
+    """The top-level parser with every registered subcommand.
+
+    Raises:
+        StackError: A ``METALOG_*`` variable the defaults come from is malformed.
+    """
     parser = argparse.ArgumentParser(
         prog="metalog", description="An event-sourced metadata log on Kafka.")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
@@ -29,26 +60,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def exit_code(error: MetalogError) -> int:
+    """The exit code `main` returns for `error` (``EXIT_CODES``)."""
+    return next(code for kind, code in EXIT_CODES if isinstance(error, kind))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command.
 
     Returns:
-        The exit code: 0 on success, 1 on a metalog error, 2 on a usage error,
-        130 when interrupted.
+        The exit code: 0 on success, ``EXIT_CODES`` on a metalog error, 2 on a
+        usage error, 70 on an unexpected error, 130 when interrupted.
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    func = getattr(args, "func", None)
-    if func is None:
-        parser.print_help(sys.stderr)
-        return 2
+    args: argparse.Namespace | None = None
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        func = getattr(args, "func", None)
+        if func is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
         return int(func(args))
     except MetalogError as exc:
-        print(f"metalog: error: {exc}", file=sys.stderr)
-        return 1
+        return _failed(exc)
+    except KafkaException as exc:  # a Kafka error a command did not translate itself
+        return _failed(kafka_error(exc, getattr(args, "bootstrap", None) or "the cluster"))
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        if os.environ.get("METALOG_TRACEBACK"):
+            raise
+        print(f"metalog: internal error: {type(exc).__name__}: {exc} (a bug: please report "
+              "it; METALOG_TRACEBACK=1 shows where)", file=sys.stderr)  # fmt: skip
+        return EXIT_INTERNAL
+
+
+def _failed(error: MetalogError) -> int:
+    print(f"metalog: error: {error}", file=sys.stderr)
+    return exit_code(error)
 
 
 if __name__ == "__main__":

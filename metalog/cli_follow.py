@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import threading
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaException
 from rich.console import Console
 from rich.table import Table
 
+from events.errors import MetalogError
 from events.topics import Topics
+from metalog.cli_args import positive_float
 from metalog.stack_config import StackConfig
-from projector.errors import FollowerError, SnapshotError
+from producers.kafka_errors import kafka_error
+from projector.errors import FollowerError, FollowerStopped, SnapshotError
 from projector.follower import Follower
 from projector.image import Image
 from projector.snapshot import list_snapshots, verify_snapshot
@@ -73,10 +78,41 @@ def render(console: Console, image: Image) -> None:
 
 
 def _follower(args: argparse.Namespace, **options: Any) -> Follower:
+    # The command reports why the follower stopped, in one line: the follower's own
+    # line about it and librdkafka's connection chatter would only repeat it.
+    logging.getLogger("projector.follower").setLevel(logging.CRITICAL)
+    logging.getLogger("metalog.kafka").setLevel(logging.CRITICAL)
     # Each command is a process of its own, so the process-wide freeze is safe;
     # it halves the time of catching up from the log (BENCHMARKS.md, "Follower").
     return Follower(args.bootstrap, args.catalog, topics=Topics(args.prefix), freeze_gc=True,
                     **options)  # fmt: skip
+
+
+def _stopped(follower: Follower, args: argparse.Namespace) -> MetalogError:
+    """Why the follower is not (or no longer) reading, as one typed error."""
+    failure = follower.failure
+    if isinstance(failure, MetalogError):
+        return failure
+    if isinstance(failure, KafkaException):
+        return FollowerStopped(f"the follower stopped: {kafka_error(failure, args.bootstrap)}")
+    if failure is not None:
+        return FollowerStopped(f"the follower stopped: {type(failure).__name__}: {failure}")
+    return FollowerStopped(
+        f"no answer from the Kafka cluster at {args.bootstrap} within {args.timeout:g} s: "
+        "check that it runs (`metalog status`) and the --bootstrap address"
+    )
+
+
+def _caught_up(follower: Follower, args: argparse.Namespace) -> Image:
+    """The catalog's image once the follower holds everything committed (`--timeout`)."""
+    if follower.wait_caught_up(args.timeout):
+        return follower.current()
+    if follower.failure is not None or not follower.connected:
+        raise _stopped(follower, args)
+    raise FollowerError(
+        f"catalog `{args.catalog}` did not catch up within {args.timeout:g} s: "
+        "give it a longer --timeout"
+    )
 
 
 def _follow(args: argparse.Namespace) -> int:
@@ -93,20 +129,30 @@ def _follow(args: argparse.Namespace) -> int:
         _follower(args) as follower,
         follower.watch(show, args.from_resource_version),
     ):
+        caught_up = follower.wait_caught_up(args.timeout)
+        if not caught_up and (follower.failure is not None or not follower.connected):
+            raise _stopped(follower, args)
         console.print(f"following `{args.catalog}` on {follower.topics.events} (Ctrl-C stops)")
         try:
             while not stop.wait(0.5) and follower.failure is None:
                 pass
         except KeyboardInterrupt:
-            pass
-    return 1 if follower.failure is not None else 0
+            return 0
+    if follower.failure is not None:
+        raise _stopped(follower, args)
+    return 0
 
 
 def _show(args: argparse.Namespace) -> int:
     with _follower(args, snapshot_dir=args.snapshot_dir) as follower:
-        if not follower.wait_caught_up(args.timeout):
-            raise FollowerError(f"did not catch up within {args.timeout:g} s")
-        render(Console(), follower.current())
+        image = _caught_up(follower, args)
+    if image.resource_version == 0:
+        raise FollowerError(
+            f"catalog `{args.catalog}` has no events on `{Topics(args.prefix).events}` at "
+            f"{args.bootstrap}: check the name (--catalog) and the --prefix; a catalog exists "
+            "once its first command is committed (metalog keeps no list of catalogs)"
+        )
+    render(Console(), image)
     return 0
 
 
@@ -114,8 +160,7 @@ def _snapshot(args: argparse.Namespace) -> int:
     console = Console()
     if args.action == "create":
         with _follower(args, snapshot_dir=args.dir) as follower:
-            if not follower.wait_caught_up(args.timeout):
-                raise FollowerError(f"did not catch up within {args.timeout:g} s")
+            _caught_up(follower, args)
             console.print(f"wrote {follower.snapshot()}")
         return 0
     paths = [Path(p) for p in args.paths] or list_snapshots(Path(args.dir), args.catalog)
@@ -143,7 +188,8 @@ def add_parser(subparsers: Any) -> None:
                              "stack's)")  # fmt: skip
     common.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
     common.add_argument("--catalog", default="greptime", help="the catalog (default greptime)")
-    common.add_argument("--timeout", type=float, default=60.0, help="catch-up timeout, seconds")
+    common.add_argument("--timeout", type=positive_float, default=60.0,
+                        help="catch-up timeout, seconds")  # fmt: skip
     follow = subparsers.add_parser("follow", parents=[common], help="print published changes live")
     follow.add_argument("--from", dest="from_resource_version", type=int, default=0,
                         help="resource_version to start after (default 0: everything)")  # fmt: skip

@@ -9,6 +9,7 @@ import signal
 from typing import Any
 
 from events.topics import Topics
+from metalog.cli_args import positive_int
 from metalog.stack_config import StackConfig
 from producers.leader import Leader
 from producers.owner import LeaderOptions
@@ -44,5 +45,6 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--prefix", help="topic prefix (default: METALOG_TOPIC_PREFIX or metalog)")
     parser.add_argument("--group", help="the leaders' consumer group (default {prefix}-leaders)")
     parser.add_argument("--leader-id", help="name stamped on LeaderElected (default host-pid)")
-    parser.add_argument("--batch-size", type=int, default=200, help="commands per transaction")
+    parser.add_argument("--batch-size", type=positive_int, default=200,
+                        help="commands per transaction (1 or more)")  # fmt: skip
     parser.set_defaults(func=_leader)

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from metalog import stack
+from metalog.cli_args import positive_int
 from metalog.stack_config import StackConfig
 
 
@@ -39,7 +40,7 @@ def _status(args: argparse.Namespace) -> int:
 def add_parser(subparsers: Any) -> None:
     """Register ``up``, ``down`` and ``status``."""
     up = subparsers.add_parser("up", help="start the local Kafka broker and create the topics")
-    up.add_argument("--partitions", type=int, default=None,
+    up.add_argument("--partitions", type=positive_int, default=None,
                     help="partitions of newly created topics (default: METALOG_PARTITIONS or 3)")
     up.set_defaults(func=_up)
     down = subparsers.add_parser("down", help="stop the local Kafka broker (keeps the data)")

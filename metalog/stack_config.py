@@ -20,14 +20,25 @@ DEFAULT_PREFIX = "metalog"
 TRANSACTION_MAX_TIMEOUT_MS = 60_000
 
 
-def _env_int(name: str, default: int) -> int:
+_PORTS = (1, 65535)
+_PARTITIONS = (1, 10_000)
+
+
+def _env_int(name: str, default: int, allowed: tuple[int, int]) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
+    least, most = allowed
     try:
-        return int(raw)
-    except ValueError as exc:
-        raise StackError(f"{name}={raw!r} is not an integer") from exc
+        value = int(raw)
+    except ValueError:
+        value = None
+    if value is None or not least <= value <= most:
+        raise StackError(
+            f"{name}={raw!r} is not allowed: set it to an integer from {least} to {most}, "
+            "or unset it for the default"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -57,15 +68,19 @@ class StackConfig:
         Variables: ``METALOG_STATE_DIR`` (default ``.metalog``), ``METALOG_PORT``
         (19092), ``METALOG_CONTROLLER_PORT`` (port + 1), ``METALOG_BROKER_HEAP``
         (512m), ``METALOG_TOPIC_PREFIX`` (metalog), ``METALOG_PARTITIONS`` (3).
+
+        Raises:
+            StackError: A port is not an integer from 1 to 65535, or the partitions
+                not one from 1 to 10000.
         """
-        port = _env_int("METALOG_PORT", DEFAULT_PORT)
+        port = _env_int("METALOG_PORT", DEFAULT_PORT, _PORTS)
         config = cls(
             state_dir=Path(os.environ.get("METALOG_STATE_DIR") or ".metalog").absolute(),
             port=port,
-            controller_port=_env_int("METALOG_CONTROLLER_PORT", port + 1),
+            controller_port=_env_int("METALOG_CONTROLLER_PORT", port + 1, _PORTS),
             heap=os.environ.get("METALOG_BROKER_HEAP") or DEFAULT_HEAP,
             topic_prefix=os.environ.get("METALOG_TOPIC_PREFIX") or DEFAULT_PREFIX,
-            partitions=_env_int("METALOG_PARTITIONS", DEFAULT_PARTITIONS),
+            partitions=_env_int("METALOG_PARTITIONS", DEFAULT_PARTITIONS, _PARTITIONS),
         )
         return replace(config, **{k: v for k, v in overrides.items() if v is not None})
 

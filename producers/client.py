@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from confluent_kafka import KafkaException
+
 from events import commands as c
 from events.replies import Committed, Rejected
 from events.topics import Topics
@@ -15,8 +17,10 @@ from producers.channel import Channel, CommandChannel
 from producers.embedded import LeaderChannel
 from producers.errors import CommandOutcomeUnknown, rejection_from_reply
 from producers.ids import random_uuid
+from producers.kafka_errors import kafka_error
 from producers.leader import Leader
 from producers.log import read_events
+from producers.rules import validate
 from projector.apply import replay
 from projector.export import export
 from projector.image import Image
@@ -31,6 +35,10 @@ class MetadataClient:
     a call that sees no reply in time raises `CommandOutcomeUnknown`, and
     retrying it with the same `command_id` is always safe: the leader applies
     a command id at most once and answers a retry with the first outcome.
+    A command that breaks a rule of names, counts or ranges is refused here,
+    before anything is sent (`InvalidName`, `OutOfRange`, `InvalidCommand`;
+    docs/limits.md); one that cannot be sent raises `LeaderUnavailable` or
+    `TooLarge` within the call's timeout.
 
     Args:
         bootstrap: `host:port` of the Kafka cluster.
@@ -60,7 +68,7 @@ class MetadataClient:
         self.topics = topics or Topics()
         self.client_id = client_id or f"client-{uuid.uuid4()}"
         self.timeout = timeout
-        self._channel = channel or CommandChannel(bootstrap, self.topics, self.client_id)
+        self._channel = channel or CommandChannel(bootstrap, self.topics, self.client_id, timeout)
 
     @classmethod
     def embedded(
@@ -249,10 +257,11 @@ class MetadataClient:
         """The catalog's image, replayed from its committed log (read-only)."""
         name = catalog or self.catalog
         tp = self._channel.layout().events_partition(name)
-        events = [
-            e for e in read_events(self.bootstrap, tp.topic, tp.partition) if e.catalog == name
-        ]
-        return replay(Image.empty(name), events)
+        try:
+            log = read_events(self.bootstrap, tp.topic, tp.partition)
+        except KafkaException as exc:
+            raise kafka_error(exc, self.bootstrap) from exc
+        return replay(Image.empty(name), [e for e in log if e.catalog == name])
 
     def export(self, catalog: str | None = None) -> dict[str, Any]:
         """Hasura's export: `{"resource_version": n, "metadata": {key: value}}`; bumps nothing."""
@@ -261,7 +270,16 @@ class MetadataClient:
     # -- the machinery ------------------------------------------------------
 
     def send(self, command: c.Command, timeout: float | None = None) -> Committed:
-        """Send a ready-made command and wait for its outcome."""
+        """Send a ready-made command and wait for its outcome.
+
+        Raises:
+            InvalidName, OutOfRange, InvalidCommand: The command breaks a rule of
+                names, counts or ranges (`producers.rules.validate`); nothing was sent.
+        """
+        validate.check(command)
+        return self._request(command, timeout)
+
+    def _request(self, command: c.Command, timeout: float | None) -> Committed:
         reply = self._channel.request(command, timeout or self.timeout)
         if reply is None:
             raise CommandOutcomeUnknown(command.command_id)
@@ -281,7 +299,8 @@ class MetadataClient:
             raise TypeError(
                 f"unknown option(s) {sorted(unknown)}: use one of {sorted(_CALL_OPTIONS)}"
             )
-        command = kind(
+        command = validate.build(
+            kind,
             command_id=call.get("command_id") or random_uuid(),
             catalog=call.get("catalog") or self.catalog,
             actor=self.actor,
@@ -290,7 +309,7 @@ class MetadataClient:
             reply_to=self._channel.reply_to,
             **fields,
         )
-        return self.send(command, call.get("timeout"))  # type: ignore[arg-type]
+        return self._request(command, call.get("timeout"))  # type: ignore[arg-type]
 
     def close(self) -> None:
         """Stop the reply reader and flush the producer."""

@@ -39,7 +39,7 @@ from events.event import Event
 from events.intents import LeaderElected
 from events.replies import Rejected
 from producers.errors import CommandRejected, InvalidCommand, VersionConflict
-from producers.rules import attributes, partitions, publication, regions, tables, truncate
+from producers.rules import attributes, partitions, publication, regions, tables, truncate, validate
 from producers.rules.common import Change, Decision
 from producers.trusted import trusted
 from projector.image import Image
@@ -113,6 +113,7 @@ def decide(image: Image, command: Command, stamp: Stamp) -> Event | Rejection:
         The sealed event at `image.resource_version + 1`, or the `Rejection`.
     """
     try:
+        validate.check(command)
         if command.catalog != image.catalog:
             raise InvalidCommand(
                 f"command for catalog `{command.catalog}` reached catalog `{image.catalog}`"
@@ -122,6 +123,7 @@ def decide(image: Image, command: Command, stamp: Stamp) -> Event | Rejection:
         if expected is not None and expected != image.resource_version:
             raise VersionConflict.of_catalog(image.catalog, expected, image.resource_version)
         decision = _RULES[type(command)](image, command)
+        validate.room(image, decision)
     except CommandRejected as error:
         return Rejection(error)
     return _event(image, decision, stamp, command.command_id, command.actor)

@@ -1,12 +1,15 @@
 """Where commands, events and replies go: one catalog, one partition of each topic."""
 
 from dataclasses import dataclass
+from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from events.topics import Topics, partition_for
 from producers.errors import LeaderUnavailable
+from producers.kafka_errors import kafka_error
+from projector.kafka_io import KAFKA_LOG
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +39,18 @@ class Layout:
 
 
 def read_layout(bootstrap: str, topics: Topics, timeout: float = 10.0) -> Layout:
-    """Ask the cluster for the partition counts; a missing topic is a clear error."""
-    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=timeout)
+    """Ask the cluster for the partition counts; a missing topic is a clear error.
+
+    Raises:
+        LeaderUnavailable: The cluster did not answer within `timeout` seconds, or a
+            topic is missing.
+    """
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": KAFKA_LOG}
+    admin = AdminClient(config)
+    try:
+        metadata = admin.list_topics(timeout=max(timeout, 0.001))
+    except KafkaException as exc:
+        raise kafka_error(exc, bootstrap) from exc
     counts: dict[str, int] = {}
     for name in (topics.commands, topics.events, topics.replies):
         topic = metadata.topics.get(name)

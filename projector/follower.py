@@ -144,6 +144,11 @@ class Follower:
         """What stopped the follower (a `DivergedAt`, a Kafka error), or None."""
         return self._failure
 
+    @property
+    def connected(self) -> bool:
+        """Whether the follower found its partitions on the cluster and reads them."""
+        return self._connected
+
     # -- reading -------------------------------------------------------------
 
     def current(self, catalog: str | None = None) -> Image:
@@ -205,7 +210,8 @@ class Follower:
 
         The target is each partition's high watermark now; the follower is
         there once it has read to the partition's end (an EOF at or past the
-        target) and published. False on timeout or failure.
+        target) and published. False on timeout or failure, and when it did
+        not connect within `timeout` (it has no partitions to be caught up on).
         """
         deadline = time.monotonic() + timeout
         with self._changed:
@@ -214,7 +220,7 @@ class Follower:
                 timeout,
             )
         tail = self._tail
-        if tail is None or self._failure is not None:
+        if tail is None or not self._connected or self._failure is not None:
             return False
         targets = tail.high_watermarks()
         with self._changed:
@@ -332,7 +338,8 @@ class Follower:
         tail: Tail | None = None
         try:
             tail = self._tail = Tail(self.bootstrap, self.topics, self._feeds, self._starts)
-            tail.connect()
+            if not tail.connect(self._stop.is_set):
+                return
             with self._changed:
                 self._connected = True
                 self._changed.notify_all()

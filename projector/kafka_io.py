@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
@@ -17,12 +18,17 @@ from projector.feed import DeadLetter
 
 log = logging.getLogger(__name__)
 
+KAFKA_LOG = logging.getLogger("metalog.kafka")
+"""librdkafka's own log (connection failures, retries): metalog's clients hand it to Python
+logging instead of writing to stderr, so the application (and the CLI) decides what is shown."""
+
 
 def new_consumer(bootstrap: str) -> Consumer:
     """A consumer that reads committed records only and never commits offsets (it assigns)."""
     return Consumer(
         {
             "bootstrap.servers": bootstrap,
+            "logger": KAFKA_LOG,
             "group.id": f"metalog-follower-{uuid.uuid4()}",
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
@@ -86,23 +92,46 @@ _NOT_READY_YET = frozenset(
 )
 
 
-def partition_count(consumer: Consumer, topic: str, timeout: float = 15.0) -> int:
+def partition_count(
+    consumer: Consumer,
+    topic: str,
+    timeout: float = 15.0,
+    stopped: Callable[[], bool] = lambda: False,
+) -> int | None:
     """The number of partitions of `topic`, waiting out a topic still being created.
 
+    The cluster is asked in short rounds, so a caller that is told to stop
+    (`stopped()` turns true) gets None within one round rather than `timeout`.
+
     Raises:
-        KafkaException: The topic did not show up within `timeout`.
+        KafkaException: The cluster did not answer, or the topic did not show
+            up, within `timeout`.
     """
     deadline = time.monotonic() + timeout
-    while True:
-        metadata = consumer.list_topics(topic, timeout=timeout)
+    while not stopped():
+        left = deadline - time.monotonic()
+        try:
+            metadata = consumer.list_topics(topic, timeout=max(min(left, _ROUND_S), 0.001))
+        except KafkaException as exc:
+            if exc.args[0].code() not in _NOT_ANSWERED or left <= 0:
+                raise
+            continue
         found = metadata.topics.get(topic)
         if found is not None and found.error is None and found.partitions:
             return len(found.partitions)
-        if time.monotonic() > deadline:
+        if left <= 0:
             raise KafkaException(
                 f"topic `{topic}` does not exist: run `metalog up` or create the topics first"
             )
         time.sleep(0.2)
+    return None
+
+
+_ROUND_S = 0.5
+"""How long one metadata request of `partition_count` may wait for the cluster."""
+
+_NOT_ANSWERED = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
+"""What a metadata request ends with when no broker answered within its round."""
 
 
 class DeadLetters:
@@ -120,8 +149,9 @@ class DeadLetters:
             return
         if self._producer is None:
             self._producer = Producer(
-                {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all"}
-            )
+                {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
+                 "logger": KAFKA_LOG}
+            )  # fmt: skip
         for letter in letters:
             log.warning(
                 "dead-lettering %s/%d offset %d: %s",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaPartition
@@ -46,9 +47,18 @@ class Tail:
         self._consumer = new_consumer(bootstrap)
         self._letters = DeadLetters(bootstrap, topics.dlq, topics.events)
 
-    def connect(self) -> None:
-        """Find the catalogs' partitions and assign them at their start offsets."""
-        count = partition_count(self._consumer, self.topics.events)
+    def connect(self, stopped: Callable[[], bool] = lambda: False) -> bool:
+        """Find the catalogs' partitions and assign them at their start offsets.
+
+        Returns:
+            True once assigned; False when `stopped()` turned true first.
+
+        Raises:
+            KafkaException: The cluster or the events topic cannot be reached.
+        """
+        count = partition_count(self._consumer, self.topics.events, stopped=stopped)
+        if count is None:
+            return False
         starts: dict[int, int] = {}
         for name, feed in self.feeds.items():
             feed.partition = partition_for(name, count)
@@ -59,6 +69,7 @@ class Tail:
             self.next.setdefault(feed.partition, max(start, 0))
         assigned = [KafkaPartition(self.topics.events, p, o) for p, o in starts.items()]
         self._consumer.assign(assigned)
+        return True
 
     def step(self, max_batch: int, timeout: float = 0.1) -> bool:
         """Read and offer one batch (up to `max_batch` records); False when nothing came.

@@ -27,7 +27,8 @@ from events.values import (
     TableRouteValue,
     TableVersion,
 )
-from producers.errors import InvalidCommand, TableNotFound, VersionConflict
+from producers.errors import InvalidCommand, OutOfRange, TableNotFound, VersionConflict
+from producers.rules.limits import TABLE_ID_MAX
 from producers.trusted import replaced, trusted
 from projector.image import Image
 
@@ -124,7 +125,17 @@ def touched(image: Image, *table_ids: int) -> tuple[TableVersion, ...]:
 
 
 def new_ids(image: Image, count: int) -> range:
-    """The next `count` ids: ids are never reused, so they follow the highest ever."""
+    """The next `count` ids: ids are never reused, so they follow the highest ever.
+
+    Raises:
+        OutOfRange: The ids would pass `TABLE_ID_MAX` (the catalog's ids are used up).
+    """
+    if image.max_id + count > TABLE_ID_MAX:
+        raise OutOfRange(
+            f"catalog `{image.catalog}` has used table ids up to {image.max_id:,}: {count:,} "
+            f"more would pass the highest id {TABLE_ID_MAX:,} (ids are never reused), so "
+            "create new tables in a new catalog"
+        )
     return range(image.max_id + 1, image.max_id + 1 + count)
 
 
