@@ -4,4 +4,12 @@ Tiers: unmarked tests are pure; ``integration`` tests use ``kafka``; ``spark``
 tests use ``spark``. Set ``METALOG_BOOTSTRAP`` to run against an existing cluster.
 """
 
+from hypothesis import HealthCheck, settings
+
 pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.spark"]
+
+# Hypothesis' per-example deadline and its "too slow" health check are timing
+# thresholds: on a shared two-core machine they fail tests for load, not for
+# behaviour. Properties bound their work with `max_examples` instead.
+settings.register_profile("metalog", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("metalog")
