@@ -13,8 +13,9 @@ verifying after it.
 import hashlib
 import os
 from collections.abc import Iterable
+from typing import NamedTuple
 
-from events.codec import codec, remember_encoding
+from events.codec import codec
 from events.errors import ChainBroken, DecodeError
 from events.event import Event
 from events.schema_store import SchemaVersion
@@ -45,12 +46,24 @@ _PLACEHOLDER = os.urandom(32)
 """Stands in for the hash in the one Avro write that gives the canonical body and the record."""
 
 
+class Sealed(NamedTuple):
+    """A sealed event and its record: the bytes `encode_event` gives for it, written once."""
+
+    event: Event
+    record: bytes
+
+
 def seal(event: Event) -> Event:
-    """A copy of `event` with `hash` computed from its `prev_hash` under the current schema.
+    """A copy of `event` with `hash` computed from its `prev_hash` under the current schema."""
+    return seal_record(event).event
+
+
+def seal_record(event: Event) -> Sealed:
+    """Seal `event` (as `seal`) and return it with its single-object encoded record.
 
     One Avro write serves twice: the body is written with a 32-byte placeholder
-    hash, the canonical body is that with the field emptied, and the record's
-    bytes (the placeholder replaced by the hash) go to `encode_event`.
+    hash, the canonical body is that with the field emptied, and the record is
+    the body with the placeholder replaced by the hash.
     """
     event_codec = codec("event")
     avro = event_codec.model_to_avro(event)
@@ -59,12 +72,12 @@ def seal(event: Event) -> Event:
     at = body.find(_PLACEHOLDER)
     # Avro bytes: zigzag length (32 -> 0x40, 0 -> 0x00), then the bytes.
     if at < 1 or body[at - 1] != 0x40 or body.find(_PLACEHOLDER, at + 1) >= 0:
-        return event.model_copy(update={"hash": event_hash(event.prev_hash, event)})
+        sealed = event.model_copy(update={"hash": event_hash(event.prev_hash, event)})
+        return Sealed(sealed, event_codec.encode_avro(event_codec.model_to_avro(sealed)))
     end = at + len(_PLACEHOLDER)
     digest = hashlib.sha256(event.prev_hash + body[: at - 1] + b"\x00" + body[end:]).digest()
     sealed = event.model_copy(update={"hash": digest})
-    remember_encoding(sealed, event_codec.current.header + body[:at] + digest + body[end:])
-    return sealed
+    return Sealed(sealed, event_codec.current.header + body[:at] + digest + body[end:])
 
 
 def verify_chain(events: Iterable[Event], prev_hash: bytes = GENESIS_HASH) -> None:

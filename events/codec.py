@@ -15,7 +15,6 @@ functions take and give the model shape without pydantic: the fast path.
 """
 
 import functools
-import threading
 from io import BytesIO
 from types import SimpleNamespace
 from typing import Any, get_args
@@ -239,30 +238,12 @@ def from_avro_dict(kind: SchemaKind, avro: dict[str, Any]) -> Any:
     return kind_codec.validate(shaped)
 
 
-_SEALED: dict[int, tuple[Event, bytes]] = {}
-_SEALED_LIMIT = 1024
-_SEALED_LOCK = threading.Lock()
-
-
-def remember_encoding(event: Event, data: bytes) -> None:
-    """Hand `encode_event` the bytes of this very event, already written while sealing it.
-
-    Events are frozen, so the bytes stay right for the object; the entry holds
-    the object, so its `id` cannot be reused while remembered. The oldest of
-    `_SEALED_LIMIT` entries is forgotten first; `encode_event` takes an entry out.
-    """
-    with _SEALED_LOCK:
-        if len(_SEALED) >= _SEALED_LIMIT:
-            del _SEALED[next(iter(_SEALED))]
-        _SEALED[id(event)] = (event, data)
-
-
 def encode_event(event: Event) -> bytes:
-    """Single-object encode an event with the current schema."""
-    with _SEALED_LOCK:
-        known = _SEALED.pop(id(event), None)
-    if known is not None and known[0] is event:
-        return known[1]
+    """Single-object encode an event with the current schema.
+
+    The leader does not call this: `events.chain.seal_record` gives the record
+    with the sealed event.
+    """
     kind_codec = codec("event")
     return kind_codec.encode_avro(kind_codec.model_to_avro(event))
 

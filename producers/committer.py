@@ -13,20 +13,39 @@ commands from its position.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from confluent_kafka import Message
+
+from events.commands import Command
 from events.replies import Reply
 from events.topics import COMMANDS_OFFSET_HEADER
 from producers.errors import Fenced, TransactionFailed
 
-if TYPE_CHECKING:
-    from producers.owner import Input
+log = logging.getLogger(__name__)
 
 Headers = list[tuple[str, str | bytes | None]]
 Record = tuple[str, bytes, bytes, Headers]
+
+
+@dataclass(slots=True)
+class Input:
+    """One command to serve: consumed from the commands topic, or submitted in-process."""
+
+    command: Command | None
+    raw: Message | None = None
+    problem: str | None = None
+    reply_to: str | None = None
+    command_id: str | None = None
+    on_reply: Callable[[Reply | BaseException], None] | None = None
+
+    @property
+    def offset(self) -> int | None:
+        """The command's offset in the commands topic; None for an in-process one."""
+        return None if self.raw is None else self.raw.offset()
 
 
 @dataclass(slots=True)
@@ -119,6 +138,19 @@ class GroupCommitter:
             failure, self._failure = self._failure, None
             return failure
 
+    def abandon(self, failure: TransactionFailed) -> None:
+        """Drop what waits to commit, once the commit in flight is done, and fail with `failure`.
+
+        The leader takes the failure (`take_failure`) as if a commit had failed.
+        """
+        with self._changed:
+            if self._failure is None:
+                self._failure = failure  # the commit thread takes nothing more
+            self._changed.wait_for(lambda: not self._busy)
+            dropped, self._pending = self._pending, Batch()
+            self._changed.notify_all()
+        dropped.answer(_dropped(failure))
+
     def close(self) -> None:
         """Commit what was added, then stop the thread."""
         with self._changed:
@@ -141,13 +173,17 @@ class GroupCommitter:
             batch.mark_position()
             try:
                 self._transact(batch, group)
-            except (Fenced, TransactionFailed) as exc:
+            except Exception as exc:
+                failure = exc if isinstance(exc, Fenced | TransactionFailed) else None
+                if failure is None:  # a bug must not end the commit thread: a failed commit
+                    log.exception("the commit thread failed")
+                    failure = TransactionFailed(f"commit failed: {type(exc).__name__}: {exc}")
                 with self._changed:
                     dropped, self._pending = self._pending, Batch()
-                    self._failure, self._busy = exc, False
+                    self._failure, self._busy = failure, False
                     self._changed.notify_all()
-                batch.answer(_dropped(exc))
-                dropped.answer(_dropped(exc))
+                batch.answer(_dropped(failure))
+                dropped.answer(_dropped(failure))
                 continue
             if batch.consumed is not None:
                 self.position = batch.consumed

@@ -3,17 +3,24 @@
 The image is the leader's (`head` is what it decides on); the stamp carries
 the time and the event id, so nothing here reads a clock or a random source.
 The event continues the chain: `resource_version + 1`, the image's
-`leader_epoch`, `prev_hash = image.last_hash`, sealed by `events.chain.seal`.
+`leader_epoch`, `prev_hash = image.last_hash`, sealed by `events.chain.seal_record`.
 It is built without a second validation (`producers.trusted`): the command was
 validated when it was decoded, and the rules build every part from it.
+
+`decide` never raises: a command whose event would not fit the events topic's
+record limit is refused (`TooLarge`), and anything unexpected while deciding or
+encoding one command refuses that command (`InternalError`), never the leader.
+`decide_record` is the same with the event's record bytes, which the leader
+writes as they are (nothing is encoded twice).
 """
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from events.chain import seal
+from events.chain import Sealed, seal_record
 from events.commands import (
     AddPartition,
     AdvanceStableEpoch,
@@ -38,9 +45,16 @@ from events.commands import (
 from events.event import Event
 from events.intents import LeaderElected
 from events.replies import Rejected
-from producers.errors import CommandRejected, InvalidCommand, VersionConflict
+from producers.errors import (
+    CommandRejected,
+    InternalError,
+    InvalidCommand,
+    TooLarge,
+    VersionConflict,
+)
 from producers.rules import attributes, partitions, publication, regions, tables, truncate, validate
 from producers.rules.common import Change, Decision
+from producers.sizes import DEFAULT_RECORD_LIMIT, clip
 from producers.trusted import trusted
 from projector.image import Image
 
@@ -73,7 +87,7 @@ class Rejection:
             command_id=command.command_id,
             catalog=command.catalog,
             code=self.error.code,
-            message=self.error.message,
+            message=clip(self.error.message),
             current_version=self.error.current_version,
             current_resource_version=self.error.current_resource_version,
         )
@@ -101,16 +115,32 @@ _RULES: dict[type[Any], Callable[[Image, Any], Decision]] = {
 }
 
 
-def decide(image: Image, command: Command, stamp: Stamp) -> Event | Rejection:
-    """Decide a command against the image's head.
+def decide(
+    image: Image, command: Command, stamp: Stamp, *, limit: int = DEFAULT_RECORD_LIMIT
+) -> Event | Rejection:
+    """Decide a command against the image's head; never raises.
 
     Args:
         image: The leader's image of the command's catalog.
         command: The command.
         stamp: The new event's id and time.
+        limit: The most bytes the event's record (key and value) may take:
+            `producers.sizes.record_limit` of the events topic.
 
     Returns:
         The sealed event at `image.resource_version + 1`, or the `Rejection`.
+    """
+    outcome = decide_record(image, command, stamp, limit=limit)
+    return outcome if isinstance(outcome, Rejection) else outcome.event
+
+
+def decide_record(
+    image: Image, command: Command, stamp: Stamp, *, limit: int = DEFAULT_RECORD_LIMIT
+) -> Sealed | Rejection:
+    """`decide`, with the event's single-object encoded record.
+
+    Returns:
+        The sealed event and its record, or the `Rejection`.
     """
     try:
         validate.check(command)
@@ -124,13 +154,57 @@ def decide(image: Image, command: Command, stamp: Stamp) -> Event | Rejection:
             raise VersionConflict.of_catalog(image.catalog, expected, image.resource_version)
         decision = _RULES[type(command)](image, command)
         validate.room(image, decision)
+        sealed = _event(image, decision, stamp, command.command_id, command.actor)
+        _check_size(sealed, command, limit)
     except CommandRejected as error:
         return Rejection(error)
-    return _event(image, decision, stamp, command.command_id, command.actor)
+    except Exception as exc:  # a rule's bug or a value the encoding refuses: this command only
+        return Rejection(_internal(exc))
+    return sealed
+
+
+def _internal(exc: Exception) -> InternalError:
+    """The `InternalError` for an unexpected exception, which stays its cause (for the log)."""
+    error = InternalError(clip(f"{type(exc).__name__}: {exc}"))
+    error.__cause__ = exc
+    return error
+
+
+def _check_size(sealed: Sealed, command: Command, limit: int) -> None:
+    """Refuse an event whose record (value and catalog key) would not fit `limit` bytes."""
+    size = len(sealed.record) + len(sealed.event.catalog.encode())
+    if size > limit:
+        raise TooLarge(_too_large(sealed.event, command, size, limit))
+
+
+def _too_large(event: Event, command: Command, size: int, limit: int) -> str:
+    """Say how large the event is, and which mutation and which command field made it so."""
+    fields = command.model_dump(mode="json", exclude={"type"})
+    name, largest = max(
+        ((key, len(json.dumps(value))) for key, value in fields.items()),
+        key=lambda part: part[1],
+    )
+    message = (
+        f"the event of this {type(command).__name__} would take {size:,} bytes, over the "
+        f"events topic's limit of {limit:,} bytes per record: the command's largest field "
+        f"is `{name}` (~{largest:,} bytes)"
+    )
+    if event.mutations:
+        mutation = max(event.mutations, key=lambda m: len(m.model_dump_json()))
+        message += (
+            f"; the largest of its {len(event.mutations):,} mutation(s) is "
+            f"`{clip(mutation.key, 80)}` (~{len(mutation.model_dump_json()):,} bytes)"
+        )
+    return message + ": make the names, options, columns, partitions or regions smaller"
 
 
 def elect(image: Image, leader_id: str, stamp: Stamp) -> Event:
     """The `LeaderElected` event a new leader writes first (`leader_epoch + 1`)."""
+    return elect_record(image, leader_id, stamp).event
+
+
+def elect_record(image: Image, leader_id: str, stamp: Stamp) -> Sealed:
+    """`elect`, with the event's single-object encoded record."""
     return _event(
         image, LeaderElected(leader_id=leader_id), stamp, None, leader_id, image.leader_epoch + 1
     )
@@ -143,7 +217,7 @@ def _event(
     command_id: str | None,
     actor: str,
     leader_epoch: int | None = None,
-) -> Event:
+) -> Sealed:
     common = {
         "event_id": stamp.event_id,
         "catalog": image.catalog,
@@ -168,4 +242,4 @@ def _event(
         )
     else:
         event = trusted(Event, **common, schema_epoch=0, intent=decision)
-    return seal(event)
+    return seal_record(event)

@@ -84,6 +84,19 @@ class TransactionFailed(MetalogError):
     """A batch's transaction did not commit; state is rebuilt from the log."""
 
 
+class RecordRefused(TransactionFailed):
+    """The producer or the broker refused a record of the batch for good (too large, invalid).
+
+    Committing the batch again would fail again: the leader serves its
+    commands one per transaction to find the command whose record it is, and
+    refuses that command alone (`too_large`: with `TooLarge`).
+    """
+
+    def __init__(self, message: str, *, too_large: bool) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
 class PoisonCommand(CommandRejected):
     """The leader could not read the command (undecodable, unknown type, too large)."""
 

@@ -32,8 +32,10 @@ from producers.owner import (
     LeaderOptions,
     PartitionOwner,
 )
-from producers.routing import Layout, read_layout
+from producers.routing import Layout, read_layout, read_record_limit
+from producers.sizes import DEFAULT_RECORD_LIMIT
 from producers.waiter import Waiter
+from projector.errors import ApplyError
 from projector.kafka_io import next_batch
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,7 @@ class Leader:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._layout: Layout | None = None
+        self._limit = DEFAULT_RECORD_LIMIT
         self._failure: BaseException | None = None
         self._serving = threading.Condition()
         self._group_metadata: object = None
@@ -97,7 +100,7 @@ class Leader:
 
     def start(self) -> Self:
         """Join the group and serve in a background thread."""
-        self._layout = read_layout(self.bootstrap, self.topics)
+        self._read_cluster()
         self._thread = threading.Thread(target=self._run_guarded, name="metalog-leader")
         self._thread.start()
         return self
@@ -110,10 +113,16 @@ class Leader:
 
     def run(self) -> None:
         """Serve in the calling thread until `stop()` or a fatal error (raised)."""
-        self._layout = self._layout or read_layout(self.bootstrap, self.topics)
+        if self._layout is None:
+            self._read_cluster()
         self._run_guarded()
         if self._failure is not None:
             raise self._failure
+
+    def _read_cluster(self) -> None:
+        """Read the topics' layout and the events topic's record limit, once."""
+        self._layout = read_layout(self.bootstrap, self.topics)
+        self._limit = read_record_limit(self.bootstrap, self.topics.events)
 
     def wait_until_serving(self, partitions: int = 1, timeout: float = 30.0) -> bool:
         """Block until this leader owns at least `partitions` partitions."""
@@ -240,6 +249,7 @@ class Leader:
             owner = PartitionOwner(
                 self.bootstrap, self.topics, tp.partition, self.leader_id, self.options,
                 group_offset=functools.partial(_group_offset, consumer, topic, tp.partition),
+                limit=self._limit,
             )  # fmt: skip
             owner.open()
             self._owners[tp.partition] = owner
@@ -296,6 +306,15 @@ class Leader:
             except Fenced:
                 _fail(items, NotLeader("", partition))
                 raise
+            except ApplyError as exc:  # the log does not fold: nothing to decide on (recovery.md)
+                _fail(items, exc)
+                raise
+            except Exception as exc:  # not about leadership: this batch fails, the leader goes on
+                log.exception("partition %d: serving a batch failed; re-reading it", partition)
+                failure = TransactionFailed(f"partition {partition}: {type(exc).__name__}: {exc}")
+                owner.abandon(failure)
+                _fail(items, failure)
+                consumer.seek(TopicPartition(self.topics.commands, partition, _start(owner)))
 
     def _read(self, message: Message) -> Input:
         raw_headers = message.headers() or []
@@ -318,6 +337,8 @@ class Leader:
             item.command = decode_command(value)
         except DecodeError as exc:
             item.problem = exc.reason
+        except Exception as exc:  # whatever a command holds, it is one poison command
+            item.problem = f"the command could not be read ({type(exc).__name__}: {exc})"
         return item
 
 

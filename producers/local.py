@@ -8,17 +8,22 @@ to the log, so after a rebuild a retried rejected command is decided again.
 A committed outcome is kept as a tuple of plain values, not a `Committed`
 model: ten thousand models were some 70,000 objects for the cycle collector
 to walk in every full collection; tuples of numbers and strings are none.
+
+Each new event keeps the record `decide` wrote for it (`take_new_records`):
+the leader sends those bytes as they are.
 """
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
+from events.chain import Sealed
 from events.commands import Command
 from events.event import Event
 from events.replies import Committed
 from events.values import TableVersion
-from producers.decide import Rejection, Stamp, decide, elect
+from producers.decide import Rejection, Stamp, decide_record, elect_record
 from producers.errors import CommandRejected
+from producers.sizes import DEFAULT_RECORD_LIMIT
 from projector.apply import apply
 from projector.image import Image
 
@@ -41,6 +46,7 @@ class LocalCatalog:
         window: How many recent outcomes dedupe remembers.
         keep_log: Keep every event in `events` (tests); a leader, whose log is
             Kafka, passes False so memory stays bounded by the image.
+        limit: The most bytes an event's record may take (`decide`'s `limit`).
     """
 
     def __init__(
@@ -50,13 +56,15 @@ class LocalCatalog:
         *,
         window: int = DEDUPE_WINDOW,
         keep_log: bool = True,
+        limit: int = DEFAULT_RECORD_LIMIT,
     ) -> None:
         self._stamps = stamps
         self._window = window
         self._keep_log = keep_log
+        self._limit = limit
         self._image = Image.empty(catalog)
         self._events: list[Event] = []
-        self._new_events: list[Event] = []
+        self._new: list[Sealed] = []
         self._outcomes: OrderedDict[str, _Outcome | CommandRejected] = OrderedDict()
 
     @classmethod
@@ -81,7 +89,11 @@ class LocalCatalog:
 
     def take_new_events(self) -> list[Event]:
         """The events written here since the last call (not restored), in order."""
-        taken, self._new_events = self._new_events, []
+        return [sealed.event for sealed in self.take_new_records()]
+
+    def take_new_records(self) -> list[Sealed]:
+        """`take_new_events` with each event's record, as `decide` encoded it."""
+        taken, self._new = self._new, []
         return taken
 
     def restore(self, event: Event) -> None:
@@ -94,9 +106,9 @@ class LocalCatalog:
 
     def elect(self, leader_id: str) -> Event:
         """Write `LeaderElected` for this leader and return it."""
-        event = elect(self._image, leader_id, self._stamps())
-        self._write(event)
-        return event
+        sealed = elect_record(self._image, leader_id, self._stamps())
+        self._write(sealed)
+        return sealed.event
 
     def submit(self, command: Command) -> Committed:
         """Decide and apply a command.
@@ -112,25 +124,26 @@ class LocalCatalog:
             if isinstance(seen, CommandRejected):
                 raise seen
             return _committed(command.command_id, self._image.catalog, seen)
-        outcome = decide(self._image, command, self._stamps())
+        outcome = decide_record(self._image, command, self._stamps(), limit=self._limit)
         if isinstance(outcome, Rejection):
             self._remember(command.command_id, outcome.error)
             raise outcome.error
         self._write(outcome)
-        self._remember(command.command_id, _outcome(outcome))
+        event = outcome.event
+        self._remember(command.command_id, _outcome(event))
         return Committed(
             command_id=command.command_id,
-            catalog=outcome.catalog,
-            resource_version=outcome.resource_version,
-            tables=outcome.tables,
-            schema_epoch=outcome.schema_epoch,
+            catalog=event.catalog,
+            resource_version=event.resource_version,
+            tables=event.tables,
+            schema_epoch=event.schema_epoch,
         )
 
-    def _write(self, event: Event) -> None:
-        self._image = apply(self._image, event)
+    def _write(self, sealed: Sealed) -> None:
+        self._image = apply(self._image, sealed.event)
         if self._keep_log:
-            self._events.append(event)
-        self._new_events.append(event)
+            self._events.append(sealed.event)
+        self._new.append(sealed)
 
     def _remember(self, command_id: str, outcome: _Outcome | CommandRejected) -> None:
         outcomes = self._outcomes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 
@@ -11,7 +12,10 @@ from events.codec import decode_event
 from events.errors import DecodeError
 from events.event import Event
 from events.topics import COMMANDS_OFFSET_HEADER
+from projector.feed import DeadLetter
 from projector.kafka_io import watermarks
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -20,10 +24,14 @@ class PartitionLog:
 
     `commands_offset` is the next commands offset to serve after the last
     transaction that wrote events (None when no event records one).
+    `unreadable` holds the records that are not events (garbage, truncated, an
+    unknown schema), for the DLQ: they take no resource_version, so the next
+    event of their catalog must still follow its predecessor densely.
     """
 
     events: list[Event] = field(default_factory=list)
     commands_offset: int | None = None
+    unreadable: list[DeadLetter] = field(default_factory=list)
 
 
 def read_events(bootstrap: str, topic: str, partition: int) -> list[Event]:
@@ -34,9 +42,8 @@ def read_events(bootstrap: str, topic: str, partition: int) -> list[Event]:
 def read_partition(bootstrap: str, topic: str, partition: int) -> PartitionLog:
     """Every committed event of one events partition and the commands position it records.
 
-    Raises:
-        DecodeError: a record cannot be decoded; the leader cannot decide on a
-            state it cannot read, so it stops rather than skip.
+    A record that does not decode is not an event: it is kept in `unreadable`
+    (with the reason) and skipped, as a follower skips it.
     """
     consumer = Consumer(
         {
@@ -62,12 +69,15 @@ def read_partition(bootstrap: str, topic: str, partition: int) -> PartitionLog:
                 if error.code() == KafkaError._PARTITION_EOF:
                     return read
                 raise KafkaException(error)
+            raw = message.value() or b""
             try:
-                read.events.append(decode_event(message.value() or b""))
+                read.events.append(decode_event(raw))
             except DecodeError as exc:
-                raise DecodeError(
-                    f"{topic}/{partition} offset {message.offset()}: {exc.reason}"
-                ) from exc
+                offset = message.offset() or 0
+                log.warning("%s/%d offset %d is not an event: %s", topic, partition, offset,
+                            exc.reason)  # fmt: skip
+                read.unreadable.append(DeadLetter(partition, offset, raw, exc.reason))
+                continue
             position = _commands_offset(message)
             if position is not None:
                 read.commands_offset = max(position, read.commands_offset or 0)
@@ -82,5 +92,8 @@ def _commands_offset(message: Message) -> int | None:
     pairs = headers.items() if isinstance(headers, dict) else headers
     for key, value in pairs:
         if key == COMMANDS_OFFSET_HEADER and value is not None:
-            return int(value)
+            try:
+                return int(value)
+            except ValueError:  # not written by a leader: it holds no position
+                return None
     return None

@@ -1,5 +1,6 @@
 """Where commands, events and replies go: one catalog, one partition of each topic."""
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -7,9 +8,14 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from events.topics import Topics, partition_for
+from metalog.errors import TopicError
+from metalog.topics import describe_topic_config
 from producers.errors import LeaderUnavailable
 from producers.kafka_errors import kafka_error
+from producers.sizes import KAFKA_MAX_MESSAGE_BYTES, record_limit
 from projector.kafka_io import KAFKA_LOG
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,3 +72,21 @@ def read_layout(bootstrap: str, topics: Topics, timeout: float = 10.0) -> Layout
             f"`{topics.events}` has {counts[topics.events]}: they must be equal"
         )
     return Layout(topics, counts[topics.commands], counts[topics.events], counts[topics.replies])
+
+
+def read_record_limit(bootstrap: str, topic: str, timeout: float = 10.0) -> int:
+    """The most bytes an event's key and value may take: `sizes.record_limit` of `topic`.
+
+    Reads the topic's `max.message.bytes` (DescribeConfigs); where that is not
+    allowed or not answered, Kafka's default is assumed and a line is logged.
+    """
+    try:
+        configured = describe_topic_config(bootstrap, topic, timeout).get("max.message.bytes")
+        topic_max = int(configured) if configured else KAFKA_MAX_MESSAGE_BYTES
+    except (TopicError, ValueError) as exc:
+        log.warning(
+            "could not read `max.message.bytes` of `%s` (%s): assuming Kafka's default of %d",
+            topic, exc, KAFKA_MAX_MESSAGE_BYTES,
+        )  # fmt: skip
+        topic_max = KAFKA_MAX_MESSAGE_BYTES
+    return record_limit(topic_max)

@@ -1,6 +1,8 @@
 """Kafka plumbing: a read_committed consumer, watermarks, partition counts, the DLQ.
 
-The follower's, and the leader's and clients' where they need the same.
+The follower's, and the leader's and clients' where they need the same: the
+leader writes its DLQ records (unreadable commands, unreadable events met in a
+rebuild) with `dead_letter_record`, inside its transactions.
 """
 
 from __future__ import annotations
@@ -134,6 +136,32 @@ _NOT_ANSWERED = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
 """What a metadata request ends with when no broker answered within its round."""
 
 
+DeadLetterHeaders = list[tuple[str, str | bytes | None]]
+
+
+def dead_letter_record(
+    letter: DeadLetter, source_topic: str, limit: int | None = None
+) -> tuple[bytes, DeadLetterHeaders]:
+    """The value and headers of a DLQ record: the original bytes, why, and where they were.
+
+    Args:
+        letter: The record and why it is dead-lettered.
+        source_topic: The topic it was read from (with `letter`'s partition and offset,
+            the `metalog.source` header).
+        limit: The most bytes the copy may take; a larger record is not copied (its
+            source still holds it) and the reason says so.
+    """
+    value, reason = letter.raw, letter.reason
+    if limit is not None and len(value) > limit:
+        reason += (
+            f" (its {len(value):,} bytes are not copied here, over the limit of {limit:,}: "
+            "read them at the source)"
+        )
+        value = b""
+    source = f"{source_topic}/{letter.partition}/{letter.offset}"
+    return value, [(REASON_HEADER, reason.encode()), (SOURCE_HEADER, source.encode())]
+
+
 class DeadLetters:
     """A lazily created idempotent producer to the DLQ topic."""
 
@@ -157,15 +185,8 @@ class DeadLetters:
                 "dead-lettering %s/%d offset %d: %s",
                 self.source_topic, letter.partition, letter.offset, letter.reason,
             )  # fmt: skip
-            self._producer.produce(
-                self.topic,
-                key=key,
-                value=letter.raw,
-                headers=[
-                    (REASON_HEADER, letter.reason.encode()),
-                    (SOURCE_HEADER, f"{self.source_topic}/{letter.partition}/{letter.offset}"),
-                ],
-            )
+            value, headers = dead_letter_record(letter, self.source_topic)
+            self._producer.produce(self.topic, key=key, value=value, headers=headers)
         self._producer.flush(10.0)
 
     def close(self) -> None:

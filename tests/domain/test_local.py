@@ -4,6 +4,7 @@ from datetime import datetime
 
 import pytest
 
+from events.codec import encode_event
 from events.commands import DropTable
 from events.values import TableInfoValue
 from producers.decide import Stamp
@@ -85,8 +86,10 @@ def test_new_events_are_taken_once_and_a_leader_may_keep_no_log() -> None:
     catalog = LocalCatalog(CATALOG, stamps(), keep_log=False)
     catalog.elect("leader-1")
     catalog.submit(create())
-    taken = catalog.take_new_events()
-    assert [type(e.intent).__name__ for e in taken] == ["LeaderElected", "TableCreated"]
+    taken = catalog.take_new_records()
+    assert [type(s.event.intent).__name__ for s in taken] == ["LeaderElected", "TableCreated"]
+    # Each event comes with its record, as the plain encoder writes it: nothing to encode again.
+    assert [s.record for s in taken] == [encode_event(s.event) for s in taken]
     assert catalog.take_new_events() == []
     assert catalog.events == ()
     assert catalog.image.resource_version == 2

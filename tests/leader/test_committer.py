@@ -97,3 +97,51 @@ def test_a_batch_without_events_carries_no_position_header() -> None:
     batch.mark_position()
     assert batch.last_event == -1
     assert all(headers == [] for *_, headers in batch.records)
+
+
+def test_an_unexpected_error_in_a_commit_is_a_failed_commit_and_the_thread_goes_on() -> None:
+    calls: list[Batch] = []
+
+    def transact(batch: Batch, group: object) -> None:
+        calls.append(batch)
+        if len(calls) == 1:
+            raise KeyError("a bug in the commit path")
+
+    committer = GroupCommitter("test", transact, limit=100)
+    first, first_answers = _batch(1, "a")
+    committer.add(first, None)
+    while not first_answers:
+        threading.Event().wait(0.01)
+    failure = committer.take_failure()
+    assert isinstance(failure, TransactionFailed) and "KeyError" in str(failure)
+
+    again, again_answers = _batch(1, "a")
+    assert committer.add(again, None) is True
+    committer.close()
+    assert committer.position == 1 and isinstance(again_answers[0], Committed)
+
+
+def test_abandon_drops_what_waits_after_the_commit_in_flight_and_reports_it() -> None:
+    broker = _Broker()
+    committer = GroupCommitter("test", broker.transact, limit=100)
+    first, first_answers = _batch(1, "a")
+    committer.add(first, None)
+    assert broker.first_started.wait(10.0)
+    waiting, waiting_answers = _batch(2, "b")
+    committer.add(waiting, None)
+
+    abandoning = threading.Thread(
+        target=committer.abandon, args=(TransactionFailed("half-decided batch"),)
+    )
+    abandoning.start()
+    while committer._failure is None:  # abandoned: the commit thread takes nothing more
+        threading.Event().wait(0.01)
+    broker.release_first.set()
+    abandoning.join(10.0)  # returns once "a" is committed
+
+    assert [type(a) for a in first_answers] == [Committed]
+    assert len(waiting_answers) == 1 and isinstance(waiting_answers[0], TransactionFailed)
+    assert str(committer.take_failure()) == "half-decided batch"
+    committer.close()
+    assert [[r[2] for r in b.records] for b in broker.committed] == [[b"a"]]
+    assert committer.position == 1
