@@ -4,8 +4,8 @@ Run: `.venv/bin/python -m bench.follower` (uses `--bootstrap` if given, else
 starts its own broker on a temporary state directory and a free bench port,
 stopped at the end). Phases (`--phases`):
 
-- `propagation`: the "leader" is a child process producing `Generator`
-  events in transactions at a steady rate ("leader ack" = its
+- `propagation`: the "leader" is a child process producing `bench.apply`'s
+  grown log in transactions at a steady rate ("leader ack" = its
   `commit_transaction` returning); this process runs the follower and an
   observer thread that notes when each resource_version is first visible.
   Times are `time.monotonic()` (CLOCK_MONOTONIC, one clock for both processes).
@@ -13,8 +13,8 @@ stopped at the end). Phases (`--phases`):
   broker each commit took 5-10x longer for the first minutes (JIT compilation).
   Beside the follower, a child with a bare consumer (the follower's settings, no
   decode or apply) notes each record's arrival: the reference, in the same run.
-- `cold`: a log of `--tables` table creates (`bench.follower_log`, produced
-  in large transactions), then cold starts, each in a child process with
+- `cold`: a log of `--tables` table creates (`bench.workload`, after the
+  leader's election; produced in large transactions), then cold starts, each in a child process with
   its own peak RSS: a full replay for each `--freeze-gc` setting (the first
   then writes a snapshot at the end of the log) and starts from that
   snapshot. Then the raw decode rate of the same records (a sample, fetched
@@ -47,11 +47,11 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from bench.apply import CATALOG, Generator
+from bench.apply import CATALOG, grown_log
 from bench.baseline import BENCH_PORTS
-from bench.follower_log import check_against_generator, create_records, produce_log
 from bench.leader_load import percentile
 from bench.ports import free_port_pair
+from bench.workload import Workload, produce
 from events.codec import decode_event, encode_event
 from events.topics import Topics
 from metalog import stack
@@ -77,7 +77,7 @@ def leader(bootstrap: str, prefix: str, rate: int, seconds: float) -> dict[str, 
     """
     topics = Topics(prefix)
     count = int(rate * seconds)
-    events = [encode_event(e) for e in Generator(max(1, count // 4)).events(count)]
+    events = [encode_event(e) for e in grown_log(max(1, count // 4), count)]
     producer = _producer(bootstrap)
     acked: list[float] = []
     start = time.monotonic()
@@ -167,10 +167,15 @@ def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> d
 
 
 def load_log(bootstrap: str, tables: int) -> Topics:
-    """A topic holding the creates of `tables` tables, produced in 10,000-event transactions."""
+    """A topic holding the election and `tables` creates, produced in 10,000-event transactions.
+
+    The events are generated as they are produced; nothing but the catalog's image is kept.
+    """
     topics = Topics(f"bfol{uuid.uuid4().hex[:8]}")
     create_metalog_topics(bootstrap, topics.prefix, 1)
-    produce_log(bootstrap, topics, create_records(tables), per_txn=10_000)
+    grown = Workload([CATALOG], seed=7, keep_log=False).grow(CATALOG, tables, tables + 1)
+    records = ((event.catalog, encode_event(event)) for event in grown)
+    produce(bootstrap, topics.events, records, 1, str(uuid.uuid4()), per_txn=10_000)
     return topics
 
 
@@ -254,7 +259,6 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
     if not {"cold", "snapshot", "warm"} & set(args.phases):
         return
     if args.log is None:
-        check_against_generator()
         begin = time.perf_counter()
         topics = load_log(bootstrap, args.tables)
         print(f"log {topics.prefix}: {args.tables:,} creates produced in "
@@ -271,13 +275,14 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
 
 def _cold(bootstrap: str, topics: Topics, snaps: str, args: argparse.Namespace) -> None:
     size = f"{args.tables:,} tables"
+    events = str(args.tables + 1)  # the leader's election, then the creates
     if "cold" in args.phases:
         # One full replay per freeze_gc setting; the first writes the snapshot the
         # warm starts load, the others write theirs elsewhere (not timed either way).
         for index, freeze in enumerate(args.freeze_gc):
             with nullcontext(snaps) if index == 0 else tempfile.TemporaryDirectory() as into:
                 load = _load()
-                replay = _child("--cold", bootstrap, topics.prefix, into, str(args.tables), freeze)
+                replay = _child("--cold", bootstrap, topics.prefix, into, events, freeze)
                 print(f"| cold start, full replay ({size}), freeze_gc {freeze} | "
                       f"{replay['seconds']:.1f} s (CPU {replay['cpu_s']:.1f} s), peak RSS "
                       f"{replay['rss_mb']:,.0f} MB | {load} |", flush=True)  # fmt: skip
@@ -288,14 +293,14 @@ def _cold(bootstrap: str, topics: Topics, snaps: str, args: argparse.Namespace) 
                       f"{replay['rss_after_write_mb']:,.0f} MB |", flush=True)  # fmt: skip
     elif "snapshot" in args.phases:
         load = _load()
-        built = _child(bootstrap, topics.prefix, str(args.tables), snaps,
+        built = _child(bootstrap, topics.prefix, events, snaps,
                        module="bench.follower_snapshot")  # fmt: skip
         print(f"| snapshot built by folding the log in-process ({size}) | "
               f"{built['seconds']:.1f} s, size {_size_mb(Path(snaps)):,.0f} MB | {load} |",
               flush=True)  # fmt: skip
     for _ in range(args.warm_runs):
         load = _load()
-        warm = _child("--cold", bootstrap, topics.prefix, snaps, str(args.tables),
+        warm = _child("--cold", bootstrap, topics.prefix, snaps, events,
                       args.freeze_gc[0])  # fmt: skip
         print(f"| cold start from snapshot ({size}) | {warm['seconds']:.1f} s (snapshot load "
               f"{warm['snapshot_load_s']:.1f} s, CPU {warm['cpu_s']:.1f} s), peak RSS "

@@ -1,7 +1,12 @@
-"""Random catalog workloads (LocalCatalog, no Kafka) and a plain Kafka producer for them.
+"""The seeded workload generator of the tests and benchmarks, and a Kafka producer for its logs.
 
-Shared by the Spark tests and `bench.projection`. A seed gives the same events
-in every process: nothing here iterates a hash-ordered collection (the image's
+`Workload` drives catalogs (`LocalCatalog`: decide + apply, no Kafka) with
+commands, so every event is one the leader would write: real keys,
+requirements, versions and hashes. Two mixes: `random_command` tries every
+command kind on a few names (rejections included: the tests' workload), and
+`grow` builds a big catalog, table creates then alters, renames and attribute
+sets (the apply and follower benchmarks). A seed gives the same events in
+every process: nothing here iterates a hash-ordered collection (the image's
 `immutables.Map` iterates in an order that depends on `PYTHONHASHSEED`).
 """
 
@@ -9,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -44,6 +49,17 @@ from producers.local import LocalCatalog
 SCHEMA = "db"
 NAMES = ("orders", "users", "items", "events", "logs")
 COLUMNS = (Column(name="id", data_type="bigint"), Column(name="name", data_type="varchar"))
+GROW_SCHEMAS = ("public", "sales", "ops", "analytics")
+"""The schemas `grow` spreads its tables over, in turn."""
+POOL = (
+    ("id", "bigint"), ("tenant_id", "bigint"), ("created_at", "timestamp"),
+    ("updated_at", "timestamp"), ("deleted_at", "timestamp"), ("name", "varchar(255)"),
+    ("email", "varchar(255)"), ("status", "varchar(32)"), ("amount", "decimal(18,2)"),
+    ("currency", "char(3)"), ("payload", "json"), ("host", "varchar(64)"),
+    ("region", "varchar(32)"), ("cpu", "double"), ("memory", "double"), ("ts", "timestamp"),
+    ("user_id", "bigint"), ("order_id", "bigint"), ("quantity", "int"), ("price", "decimal(12,2)"),
+)  # fmt: skip
+"""Common column definitions: a `grow` table has `id` and 7 others drawn from here."""
 _EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -54,35 +70,59 @@ def _stamps(catalog: str) -> Callable[[], Stamp]:
 
 
 class Workload:
-    """Catalogs driven by random commands; their logs are what the projection reads.
+    """Catalogs driven by seeded commands; their logs are what followers and projections read.
 
     Args:
-        catalogs: The catalog names.
-        seed: The random seed (the workload is deterministic).
+        catalogs: The catalog names, or catalogs to go on with (their own names).
+            A catalog with no events yet first elects `leader-1`.
+        seed: The random seed (the workload is deterministic). Command ids are
+            `cmd-{seed}-{n}`: a catalog gone on with under another seed never sees
+            an id again (dedupe would answer it with the first outcome, writing nothing).
+        keep_log: Keep every event (`log`, `events()`). False for big logs:
+            nothing is kept but the images, and `grow` hands each event out
+            once (the election first).
     """
 
-    def __init__(self, catalogs: Sequence[str], seed: int) -> None:
+    def __init__(
+        self, catalogs: Sequence[str | LocalCatalog], seed: int, *, keep_log: bool = True
+    ) -> None:
         self.rng = random.Random(seed)
-        self.catalogs = {name: LocalCatalog(name, _stamps(name)) for name in catalogs}
-        self._ids = itertools.count(1)
+        self.catalogs = {
+            local.image.catalog: local
+            for local in (
+                c if isinstance(c, LocalCatalog) else
+                LocalCatalog(c, _stamps(c), keep_log=keep_log)
+                for c in catalogs
+            )
+        }  # fmt: skip
+        self._ids = (f"cmd-{seed}-{n}" for n in itertools.count(1))
+        self._keep_log = keep_log
         self.log: list[Event] = []
-        """Every catalog's events interleaved in the order they were written."""
+        """Every catalog's events interleaved in the order they were written (if kept)."""
         for local in self.catalogs.values():
-            local.elect("leader-1")
-            self.log.extend(local.take_new_events())
+            if local.image.resource_version == 0:
+                local.elect("leader-1")
+            if keep_log:
+                self.log.extend(local.take_new_events())
 
     def submit(self, catalog: str, kind: type[Command], **fields: Any) -> bool:
         """Submit one command; False if it was rejected."""
+        return self._write(catalog, kind, **fields) is not None
+
+    def _write(self, catalog: str, kind: type[Command], **fields: Any) -> list[Event] | None:
+        """Submit one command; the events not handed out yet, or None if it was rejected."""
         fields.setdefault("actor", "tester")
         if "schema_name" in kind.model_fields:
             fields.setdefault("schema_name", SCHEMA)
         local = self.catalogs[catalog]
         try:
-            local.submit(kind(command_id=f"cmd-{next(self._ids)}", catalog=catalog, **fields))
+            local.submit(kind(command_id=next(self._ids), catalog=catalog, **fields))
         except CommandRejected:
-            return False
-        self.log.extend(local.take_new_events())
-        return True
+            return None
+        new = local.take_new_events()
+        if self._keep_log:
+            self.log.extend(new)
+        return new
 
     def random_command(self, catalog: str) -> bool:
         """Submit one random DDL command against `catalog`; False if rejected."""
@@ -149,6 +189,46 @@ class Workload:
         while len(self.log) < count:
             self.random_command(self.rng.choice(names))
 
+    def grow(self, catalog: str, tables: int, events: int) -> Iterator[Event]:
+        """Grow `catalog` to resource_version `events`; yield each new event as it is written.
+
+        First up to `tables` creates (`t1`, `t2`, … over `GROW_SCHEMAS`, 8 columns
+        from `POOL`, one region on datanode `1 + n % 16`), then random alters (45 %,
+        a `ttl` option), renames (25 %) and attribute sets (30 %, `merge_option`)
+        of those tables, until the catalog's log holds `events` events.
+        """
+        rng, local = self.rng, self.catalogs[catalog]
+        names: list[tuple[str, str]] = []  # each grown table's (schema, current name)
+        while local.image.resource_version < events:
+            kind: type[Command]
+            fields: dict[str, Any]
+            if len(names) < tables:
+                n = len(names) + 1
+                names.append((GROW_SCHEMAS[n % len(GROW_SCHEMAS)], f"t{n}"))
+                kind, fields = CreateTable, {
+                    "columns": tuple(Column(name=name, data_type=of, nullable=name != "id")
+                                     for name, of in [POOL[0], *rng.sample(POOL[1:], 7)]),
+                    "primary_key": ("id",), "datanodes": (1 + n % 16,),
+                }  # fmt: skip
+                index = n - 1
+            else:
+                index, roll = rng.randrange(len(names)), rng.random()
+                if roll < 0.45:
+                    kind, fields = AlterTable, {"set_options": {"ttl": f"{rng.randrange(1, 90)}d"}}
+                elif roll < 0.7:
+                    renamed = f"t{index + 1}_{local.image.resource_version + 1}"
+                    kind, fields = RenameTable, {"new_table_name": renamed}
+                else:
+                    merge = rng.choice(("allow", "deny"))
+                    kind, fields = SetAttributes, {"attributes": f"merge_option={merge}"}
+            schema, name = names[index]
+            new = self._write(catalog, kind, schema_name=schema, table_name=name, **fields)
+            if new is None:
+                raise AssertionError(f"the grown catalog {catalog} refused a {kind.__name__}")
+            if kind is RenameTable:
+                names[index] = (schema, renamed)
+            yield from new
+
     def publish_all(self, catalog: str) -> None:
         """Explicit mode: publish every pending table at a new epoch, then advance stable."""
         image = self.catalogs[catalog].image
@@ -167,7 +247,8 @@ class Workload:
 
 
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[str, bytes]], partitions: int,
-            transactional_id: str | None = None, abort: bool = False) -> None:
+            transactional_id: str | None = None, abort: bool = False,
+            per_txn: int | None = None) -> int:  # fmt: skip
     """Write (catalog, value) records, each to its catalog's partition.
 
     Args:
@@ -177,20 +258,39 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[str, bytes]], pa
         partitions: The topic's partition count (murmur2 as the Java client).
         transactional_id: Write in one transaction with this id (plain writes if None).
         abort: Abort that transaction instead of committing it.
+        per_txn: A big log: commit every `per_txn` records (needs `transactional_id`),
+            with large batches and a deep queue.
+
+    Returns:
+        The number of records written.
     """
     config = {"bootstrap.servers": bootstrap, "enable.idempotence": True}
     if transactional_id is not None:
         config |= {"transactional.id": transactional_id, "transaction.timeout.ms": 10_000}
+    if per_txn is not None:
+        config |= {"linger.ms": 20, "batch.size": 1_000_000, "transaction.timeout.ms": 60_000,
+                   "queue.buffering.max.messages": 1_000_000,
+                   "queue.buffering.max.kbytes": 1_048_576}  # fmt: skip
     producer = Producer(config)
     if transactional_id is not None:
-        producer.init_transactions(10)
+        producer.init_transactions(30)
         producer.begin_transaction()
-    for catalog, value in records:
-        producer.produce(topic, key=catalog.encode(), value=value,
-                         partition=partition_for(catalog, partitions))
+    count = 0
+    for count, (catalog, value) in enumerate(records, 1):
+        while True:
+            try:
+                producer.produce(topic, key=catalog.encode(), value=value,
+                                 partition=partition_for(catalog, partitions))  # fmt: skip
+                break
+            except BufferError:  # the queue is full: let librdkafka send some first
+                producer.poll(0.05)
+        if per_txn is not None and count % per_txn == 0:
+            producer.commit_transaction(120)
+            producer.begin_transaction()
     producer.flush(30)
     if transactional_id is not None:
-        (producer.abort_transaction if abort else producer.commit_transaction)(10)
+        (producer.abort_transaction if abort else producer.commit_transaction)(120)
+    return count
 
 
 def encoded(events: Iterable[Event]) -> list[tuple[str, bytes]]:

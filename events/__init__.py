@@ -40,6 +40,7 @@ from events.errors import (
     DecodeError,
     EncodeError,
     MetalogError,
+    UnknownCodec,
     UnknownSchema,
 )
 from events.event import Event
@@ -84,6 +85,7 @@ __all__ = [
     "SchemaVersion",
     "SparkDecoder",
     "TableVersion",
+    "UnknownCodec",
     "UnknownSchema",
     "ValueEquals",
     "canonical_body",

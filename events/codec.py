@@ -2,11 +2,18 @@
 
 A record is `C3 01` + the 8-byte CRC-64-AVRO fingerprint of the writer schema
 + the schemaless Avro body. Encoding always uses the current (newest) schema,
-written by `events.avro_write`. Decoding looks the writer schema up by
-fingerprint: a record of the current schema is read by `events.avro_read`
+written by `events.compiled.write`. Decoding looks the writer schema up by
+fingerprint: a record of the current schema is read by `events.compiled.read`
 straight into the model shape, an older one by fastavro with the current
 schema as the reader (Avro schema resolution) and then reshaped, so every
 shipped version stays readable.
+
+`METALOG_CODEC=fastavro` (read once, when this module is imported) makes the
+codec write with `fastavro.schemaless_writer` and read every record the way
+it reads older ones, without importing the compiled reader and writer: the
+same bytes and models, slower; a way around a fault in the compiled code.
+The default, `METALOG_CODEC=compiled`, uses them. Any other value raises
+`UnknownCodec` on import.
 
 Two dict shapes exist: the model shape (`model_dump()`, a union branch is a
 dict with a `type` key) and the Avro shape (a union branch is a
@@ -15,18 +22,18 @@ functions take and give the model shape without pydantic: the fast path.
 """
 
 import functools
+import os
+from collections.abc import Callable
 from io import BytesIO
 from types import SimpleNamespace
 from typing import Any, get_args
 
-from fastavro import schemaless_reader
+from fastavro import schemaless_reader, schemaless_writer
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from events.avro_read import compile_reader
-from events.avro_shape import compile_converters
-from events.avro_write import compile_writer
 from events.commands import Command
-from events.errors import DecodeError, EncodeError, UnknownSchema
+from events.compiled.shape import compile_converters
+from events.errors import DecodeError, EncodeError, UnknownCodec, UnknownSchema
 from events.event import Event
 from events.replies import Reply
 from events.schema_store import (
@@ -36,6 +43,47 @@ from events.schema_store import (
     SchemaVersion,
     default_store,
 )
+
+CODECS = ("compiled", "fastavro")
+"""The values `METALOG_CODEC` may take."""
+
+CODEC = os.environ.get("METALOG_CODEC", "compiled")
+"""The Avro reader and writer in use: `compiled` (the default) or `fastavro`."""
+
+if CODEC not in CODECS:
+    raise UnknownCodec(CODEC, CODECS)
+
+Write = Callable[[dict[str, Any]], bytes]
+"""The schemaless body of an Avro-shaped dict."""
+
+Read = Callable[[bytes, int], tuple[Any, int]]
+"""A record's body from an offset: (the model-shaped dict, the offset after it)."""
+
+
+def _writer(parsed: dict[str, Any]) -> Write:
+    """The writer of `parsed`: compiled, or fastavro's under `METALOG_CODEC=fastavro`."""
+    if CODEC == "fastavro":
+
+        def write(avro: dict[str, Any]) -> bytes:
+            out = BytesIO()
+            schemaless_writer(out, parsed, avro)
+            return out.getvalue()
+
+        return write
+    # Imported here so that `METALOG_CODEC=fastavro` never loads the compiled code.
+    from events.compiled.write import compile_writer
+
+    return compile_writer(parsed)
+
+
+def _current_reader(parsed: dict[str, Any]) -> Read | None:
+    """The compiled reader of the current schema; None under `METALOG_CODEC=fastavro`."""
+    if CODEC == "fastavro":
+        return None
+    from events.compiled.read import compile_reader
+
+    return compile_reader(parsed, tagged=True)
+
 
 _MODELS: dict[SchemaKind, Any] = {"event": Event, "command": Command, "reply": Reply}
 _WRAPPER_FIELD: dict[SchemaKind, str | None] = {
@@ -58,9 +106,9 @@ class KindCodec:
         self.current = store.current(kind)
         self._store = store
         self._writers = {v.fingerprint: v for v in store.versions(kind)}
-        self._write_as = {v.fingerprint: compile_writer(v.parsed) for v in store.versions(kind)}
+        self._write_as = {v.fingerprint: _writer(v.parsed) for v in store.versions(kind)}
         self._reader = self.current.parsed
-        self._read_current = compile_reader(self._reader, tagged=True)
+        self._read_current = _current_reader(self._reader)
         self._header = self.current.header
         self._field = _WRAPPER_FIELD[kind]
         self._to_avro, self._from_avro, self._from_model = compile_converters(self._reader)
@@ -128,11 +176,11 @@ class KindCodec:
         writer = self._writers.get(data[2:HEADER_LENGTH])
         if writer is None:
             raise self._foreign(data[2:HEADER_LENGTH])
-        current = writer is self.current
+        compiled = self._read_current if writer is self.current else None
         try:
-            if current:
-                datum, end = self._read_current(data, HEADER_LENGTH)
-            else:  # an older writer: fastavro resolves it against the current schema
+            if compiled is not None:
+                datum, end = compiled(data, HEADER_LENGTH)
+            else:  # an older writer, or METALOG_CODEC=fastavro: fastavro resolves it
                 fo = BytesIO(data)
                 fo.seek(HEADER_LENGTH)
                 datum = schemaless_reader(fo, writer.parsed, self._reader, return_record_name=True)
@@ -150,7 +198,8 @@ class KindCodec:
         if not isinstance(datum, dict):
             raise DecodeError(f"the {self.kind} body is not an Avro record")
         try:
-            return self._unwrap(datum if current else self._from_avro(datum)), writer
+            shaped = datum if compiled is not None else self._from_avro(datum)
+            return self._unwrap(shaped), writer
         except Exception as exc:  # a writer schema whose unions the reader lacks
             raise DecodeError(f"the {self.kind} body has an unexpected shape: {exc}") from exc
 

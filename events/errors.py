@@ -39,3 +39,14 @@ class ChainBroken(MetalogError):
         self.resource_version = resource_version
         self.reason = reason
         super().__init__(f"hash chain broken at resource_version {resource_version}: {reason}")
+
+
+class UnknownCodec(MetalogError):
+    """`METALOG_CODEC` names no Avro reader and writer that the codec has."""
+
+    def __init__(self, value: str, known: tuple[str, ...]) -> None:
+        self.value = value
+        super().__init__(
+            f"METALOG_CODEC={value!r} is not one of {', '.join(known)}: set one of them "
+            "(fastavro for plain fastavro) or unset it for the default"
+        )

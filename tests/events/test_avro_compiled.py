@@ -1,6 +1,6 @@
 """The compiled writer writes exactly fastavro's bytes and the compiled reader reads them back
 exactly as fastavro does (tagged: as fastavro's read turned into the models' shape by
-`events.avro_shape`); the writer refuses what fastavro refuses."""
+`events.compiled.shape`); the writer refuses what fastavro refuses."""
 
 import typing
 from collections.abc import Callable
@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events import default_store, to_avro_dict
-from events.avro_read import compile_reader
-from events.avro_shape import compile_converters
-from events.avro_write import compile_writer
 from events.commands import Command
+from events.compiled.read import compile_reader
+from events.compiled.shape import compile_converters
+from events.compiled.write import compile_writer
 from events.event import Event
 from events.intents import Intent
 from events.replies import Reply

@@ -2,7 +2,7 @@
 
 import pytest
 
-from events.avro_read import compile_reader
+from events.compiled.read import compile_reader
 
 SCHEMA = {
     "type": "record", "name": "R",

@@ -30,8 +30,8 @@ from events import (
     from_avro_dict,
     to_avro_dict,
 )
-from events.avro_shape import _named_types
 from events.commands import Command
+from events.compiled.shape import _named_types
 from events.event import Event
 from events.intents import Intent
 from events.replies import Reply

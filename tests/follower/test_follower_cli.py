@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from events.values import TableInfoValue
 from metalog.cli import main
 from metalog.cli_follow import follow_demo
 from tests.fixtures.kafka import TopicSet
@@ -22,7 +23,9 @@ def test_show_snapshot_and_the_demo_hook(
     where = ["--bootstrap", wire.bootstrap, "--prefix", wire.prefix, "--catalog", CATALOG]
     assert main(["show", *where]) == 0
     shown = capsys.readouterr().out
-    assert f"resource_version {catalog.image.resource_version}" in shown and "public.t0" in shown
+    tables = [v for _, v in catalog.image.published.items() if isinstance(v, TableInfoValue)]
+    assert tables and f"resource_version {catalog.image.resource_version}" in shown
+    assert all(f"{t.schema_name}.{t.table_name}" in shown for t in tables)
     assert main(["snapshot", "create", *where, "--dir", str(tmp_path)]) == 0
     assert main(["snapshot", "verify", *where, "--dir", str(tmp_path)]) == 0
     assert "OK" in capsys.readouterr().out

@@ -21,6 +21,7 @@ from tests.follower.workload import (
     CATALOG,
     explicit_log,
     failover,
+    one_table_log,
     produce,
     random_log,
     wait_until,
@@ -123,7 +124,7 @@ def test_start_from_a_snapshot_equals_full_replay_and_a_corrupt_one_falls_back(
 
 
 def test_datanode_callbacks_follow_a_region_failover(wire: TopicSet) -> None:
-    catalog = random_log(1, seed=0)
+    catalog = one_table_log()
     produce(wire, catalog.events)
     calls: list[tuple[str, int, int]] = []
     done = threading.Event()

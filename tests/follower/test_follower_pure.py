@@ -13,7 +13,14 @@ from projector.feed import CatalogFeed
 from projector.image import Image
 from projector.snapshot import Position, list_snapshots, load_newest, read_snapshot, write_snapshot
 from projector.watch import History, datanode_regions, published_changes, region_diff
-from tests.follower.workload import CATALOG, explicit_log, failover, random_log, reseal
+from tests.follower.workload import (
+    CATALOG,
+    explicit_log,
+    failover,
+    one_table_log,
+    random_log,
+    reseal,
+)
 
 POSITION = Position("t.events", 0, 42)
 
@@ -81,7 +88,7 @@ def test_history_resumes_from_any_kept_version_and_refuses_older() -> None:
 
 
 def test_a_failover_moves_regions_between_datanodes() -> None:
-    catalog = random_log(1, seed=0)
+    catalog = one_table_log()
     before = catalog.image.published
     failover(catalog, "t0", 3, region=0)
     after = catalog.image.published

@@ -87,7 +87,8 @@ def test_tables_with_partitions_defaults_and_many_chunks_round_trip(tmp_path: Pa
 
 def _with_a_dropped_table(catalog: LocalCatalog) -> LocalCatalog:
     name = next(k for k in catalog.image.head.values if k.startswith("__table_name/"))
-    catalog.submit(command(DropTable, table_name=name.rsplit("/", 1)[1]))
+    schema, table = name.split("/")[-2:]
+    catalog.submit(command(DropTable, schema_name=schema, table_name=table))
     return catalog
 
 

@@ -1,28 +1,17 @@
-"""Logs for the follower tests: random workloads through `LocalCatalog`, and hand-made faults."""
+"""Logs for the follower tests: the seeded workload on one catalog, and hand-made faults."""
 
 from __future__ import annotations
 
-import random
 import time
 import uuid
 from collections.abc import Callable, Sequence
 
-from confluent_kafka import Producer
-
+from bench.workload import Workload
+from bench.workload import produce as produce_records
 from events.chain import seal
 from events.codec import encode_event
-from events.commands import (
-    AdvanceStableEpoch,
-    AlterTable,
-    DropTable,
-    FailoverRegion,
-    Publish,
-    RecoverTable,
-    RenameTable,
-    SetAttributes,
-)
+from events.commands import AdvanceStableEpoch, AlterTable, FailoverRegion, Publish
 from events.event import Event
-from producers.errors import CommandRejected
 from producers.local import LocalCatalog
 from tests.domain.builders import CATALOG, command, create, local
 from tests.fixtures.kafka import TopicSet
@@ -30,6 +19,8 @@ from tests.fixtures.kafka import TopicSet
 __all__ = [
     "CATALOG",
     "explicit_log",
+    "failover",
+    "one_table_log",
     "produce",
     "produce_raw",
     "random_log",
@@ -38,41 +29,19 @@ __all__ = [
 ]
 
 
-MERGE = ("allow", "deny")
-
-
 def random_log(steps: int, seed: int, catalog: LocalCatalog | None = None) -> LocalCatalog:
-    """A catalog after `steps` random commands (creates, alters, renames, drops,
-    recovers, attributes, failovers); rejected commands write nothing."""
-    rng = random.Random(seed)
+    """Catalog `CATALOG` (or `catalog`, to go on with) after `steps` random commands of
+    `bench.workload.Workload` (every command kind; rejected commands write nothing)."""
     catalog = catalog or local()
-    if not catalog.events:
-        catalog.elect("leader-a")
-    names: list[str] = []
-    for step in range(steps):
-        roll = rng.random()
-        try:
-            if roll < 0.3 or not names:
-                names.append(f"t{step}")
-                catalog.submit(create(names[-1], regions=2, datanodes=(1, 2, 3)))
-            elif roll < 0.45:
-                catalog.submit(command(AlterTable, table_name=rng.choice(names),
-                                       set_options={"ttl": f"{step}d"}))  # fmt: skip
-            elif roll < 0.55:
-                old = rng.choice(names)
-                names[names.index(old)] = new = f"{old}r"
-                catalog.submit(command(RenameTable, table_name=old, new_table_name=new))
-            elif roll < 0.65:
-                catalog.submit(command(SetAttributes, table_name=rng.choice(names),
-                                       attributes=f"merge_option={rng.choice(MERGE)}"))  # fmt: skip
-            elif roll < 0.75:
-                name = rng.choice(names)
-                catalog.submit(command(DropTable, table_name=name))
-                catalog.submit(command(RecoverTable, table_name=name))
-            else:
-                failover(catalog, rng.choice(names), rng.choice((1, 2, 3)))
-        except CommandRejected:
-            pass
+    Workload([catalog], seed).run(steps)
+    return catalog
+
+
+def one_table_log() -> LocalCatalog:
+    """An elected catalog with one table, `t0`: 2 regions, on datanodes 1 and 2 of (1, 2, 3)."""
+    catalog = local()
+    catalog.elect("leader-a")
+    catalog.submit(create("t0", regions=2, datanodes=(1, 2, 3)))
     return catalog
 
 
@@ -108,14 +77,9 @@ def reseal(event: Event, **update: object) -> Event:
 
 
 def produce_raw(wire: TopicSet, records: Sequence[bytes], key: str = CATALOG) -> None:
-    """Produce records in one transaction to partition 0 of the events topic."""
-    producer = Producer({"bootstrap.servers": wire.bootstrap,
-                         "transactional.id": f"test-{uuid.uuid4()}"})  # fmt: skip
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    for record in records:
-        producer.produce(wire.events, key=key.encode(), value=record, partition=0)
-    producer.commit_transaction(30)
+    """Produce records in one transaction to the events topic (one partition)."""
+    produce_records(wire.bootstrap, wire.events, [(key, record) for record in records], 1,
+                    transactional_id=f"test-{uuid.uuid4()}")  # fmt: skip
 
 
 def produce(wire: TopicSet, events: Sequence[Event]) -> None:

@@ -1,7 +1,7 @@
 """What the compiled Avro reader and writer share: a parsed schema walked into Python source.
 
 `SourceGenerator` emits one function per record schema and dispatches each
-field's type to its subclass (`events.avro_read`, `events.avro_write`),
+field's type to its subclass (`events.compiled.read`, `events.compiled.write`),
 which says how a value of that type is read or written inline. `build`
 executes the source once and returns the top-level record's function.
 """

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from events.avro_source import EPOCH, SourceGenerator
 from events.base import LONG_MAX, LONG_MIN
+from events.compiled.source import EPOCH, SourceGenerator
 
 _SMALL = [bytes([(n << 1) ^ (n >> 63)]) for n in range(-64, 64)]
 """The one-byte zigzag varints of -64..63 (most lengths, versions and indexes)."""

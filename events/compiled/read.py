@@ -7,10 +7,10 @@ returns a function from `(bytes, offset)` to `(datum, end offset)`. The datum
 is what `fastavro.schemaless_reader(..., return_record_name=True)` returns
 without a reader schema: unions of records (or of named references) give
 `(full_name, value)` tuples, `timestamp-micros` gives an aware UTC datetime.
-With `tagged=True` it is the models' shape instead (`events.avro_shape`): a
+With `tagged=True` it is the models' shape instead (`events.compiled.shape`): a
 record read from a union is its dict with a `type` key holding its short name.
 
-It covers what the contract uses, the same set as `events.avro_write`: null,
+It covers what the contract uses, the same set as `events.compiled.write`: null,
 boolean, long (and `timestamp-micros`), string, bytes, enum, array, map,
 record, named references and unions; a schema with anything else is refused
 when compiling. Bytes that do not hold a value raise (`IndexError`,
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from events.avro_source import EPOCH, PRIMITIVES, SourceGenerator
+from events.compiled.source import EPOCH, PRIMITIVES, SourceGenerator
 
 Read = Callable[[bytes, int], tuple[Any, int]]
 
