@@ -134,15 +134,27 @@ class Image:
             None when the rule holds; else the earlier pending change and
             `table id N` or `key K`, the table or key they share.
         """
-        rv = change.resource_version
-        nearest = [
-            (self.pending_by_table.get(t, ()), f"table id {t}") for t in change.table_ids
-        ] + [(self.pending_by_key.get(k, ()), f"key `{k}`") for k in change.keys]
-        for versions, shared in nearest:
-            at = bisect_left(versions, rv)
-            if at == 0 or versions[at - 1] in assigning:
-                continue
-            earlier = self.pending[versions[at - 1]]
-            if not 0 < earlier.epoch <= epoch:
-                return earlier, shared
+        for table_id in change.table_ids:
+            versions = self.pending_by_table.get(table_id, ())
+            earlier = self._refused(versions, change, epoch, assigning)
+            if earlier is not None:
+                return earlier, f"table id {table_id}"
+        for key in change.keys:
+            earlier = self._refused(self.pending_by_key.get(key, ()), change, epoch, assigning)
+            if earlier is not None:
+                return earlier, f"key `{key}`"
         return None
+
+    def _refused(
+        self,
+        versions: tuple[int, ...],
+        change: PendingChange,
+        epoch: int,
+        assigning: Container[int],
+    ) -> PendingChange | None:
+        """The change just before `change` in `versions`, unless it allows `epoch`."""
+        at = bisect_left(versions, change.resource_version)
+        if at == 0 or versions[at - 1] in assigning:
+            return None
+        earlier = self.pending[versions[at - 1]]
+        return None if 0 < earlier.epoch <= epoch else earlier

@@ -94,9 +94,10 @@ def publish(image: Image, command: Publish) -> EpochAssigned:
 def _out_of_order(
     table: int, epoch: int, change: PendingChange, earlier: PendingChange, shared: str
 ) -> PublishOutOfOrder:
-    tables = ", ".join(str(t) for t in dict.fromkeys(earlier.table_ids)) or "none"
+    tables = ", ".join(str(t) for t in dict.fromkeys(earlier.table_ids))
     if earlier.epoch == 0:
-        fix = f"publish it first (a table of it at {epoch} or below), then table id {table}"
+        first = earlier.table_ids[0]
+        fix = f"publish table id {first} first, at {epoch} or below, then table id {table}"
     else:
         fix = f"publish table id {table} at {earlier.epoch} or later"
     return PublishOutOfOrder(
