@@ -29,6 +29,7 @@ from events.commands import (
     CreateTable,
     DropPartition,
     DropTable,
+    ExchangePartition,
     FailoverRegion,
     Publish,
     PurgeTable,
@@ -37,6 +38,7 @@ from events.commands import (
     ResetAttributes,
     SetAttributes,
     SetPublishMode,
+    TruncatePartition,
     TruncateTable,
 )
 from events.event import Event
@@ -81,12 +83,20 @@ class Workload:
         keep_log: Keep every event (`log`, `events()`). False for big logs:
             nothing is kept but the images, and `grow` hands each event out
             once (the election first).
+        partitions: Also exchange and truncate partitions (two more kinds of
+            command; without them every seed gives the events it always gave).
     """
 
     def __init__(
-        self, catalogs: Sequence[str | LocalCatalog], seed: int, *, keep_log: bool = True
+        self,
+        catalogs: Sequence[str | LocalCatalog],
+        seed: int,
+        *,
+        keep_log: bool = True,
+        partitions: bool = False,
     ) -> None:
         self.rng = random.Random(seed)
+        self._kinds = 14 if partitions else 12
         self.catalogs = {
             local.image.catalog: local
             for local in (
@@ -129,7 +139,7 @@ class Workload:
         rng, head = self.rng, self.catalogs[catalog].image.head
         name = rng.choice(NAMES)
         table = head.table_by_name(SCHEMA, name)
-        choice = rng.randrange(12)
+        choice = rng.randrange(self._kinds)
         if table is None or choice == 0:
             parts = tuple(f"p{i}" for i in range(rng.randrange(3)))
             return self.submit(catalog, CreateTable, table_name=name, columns=COLUMNS,
@@ -154,8 +164,20 @@ class Workload:
             10: lambda: self.submit(catalog, DropPartition, table_name=name,
                                     partition_name=rng.choice(("p0", "p1"))),
             11: lambda: self._failover(catalog, table.table_id),
+            12: lambda: self.submit(catalog, ExchangePartition, table_name=name,
+                                    partition_name=rng.choice(("p0", "p1")),
+                                    other_schema_name=SCHEMA,
+                                    other_table_name=rng.choice(self._plain(catalog))),
+            13: lambda: self.submit(catalog, TruncatePartition, table_name=name,
+                                    partition_name=rng.choice(("p0", "p1"))),
         }
         return options[choice]()
+
+    def _plain(self, catalog: str) -> list[str]:
+        """The names of the catalog's live tables without partitions (or all names if none)."""
+        head = self.catalogs[catalog].image.head
+        tables = (head.table_by_name(SCHEMA, name) for name in NAMES)
+        return [t.table_name for t in tables if t is not None and not t.partitions] or list(NAMES)
 
     def _recover_or_purge(self, catalog: str) -> bool:
         # Sorted: `removed_tables` scans a HAMT, whose order follows the string hash seed.
@@ -230,12 +252,32 @@ class Workload:
             yield from new
 
     def publish_all(self, catalog: str) -> None:
-        """Explicit mode: publish every pending table at a new epoch, then advance stable."""
+        """Explicit mode: publish every pending change, then advance stable past them.
+
+        One epoch, at or above every pending one, takes them all; a `Publish`
+        stops before a change that waits for another table's (the
+        publication-order rule), so the tables are published again until
+        nothing is left without an epoch.
+        """
         image = self.catalogs[catalog].image
-        epoch = image.stable_epoch + 1
-        for table_id in sorted(image.pending_by_table):
-            self.submit(catalog, Publish, table_id=table_id, epoch=epoch)
+        epoch = max([image.stable_epoch + 1, *(c.epoch for c in image.pending.values())])
+        while waiting := sorted({t for c in image.pending.values() if c.epoch == 0
+                                 for t in c.table_ids}):
+            published = [self.submit(catalog, Publish, table_id=t, epoch=epoch) for t in waiting]
+            assert any(published), "the earliest change without an epoch can always take one"
+            image = self.catalogs[catalog].image
         self.submit(catalog, AdvanceStableEpoch, epoch=epoch)
+
+    def publish_some(self, catalog: str) -> bool:
+        """Explicit mode: publish a random pending table at a random epoch just above
+        stable, or advance the stable epoch by 1 or 2; False if rejected."""
+        rng, image = self.rng, self.catalogs[catalog].image
+        stable = image.stable_epoch
+        if image.pending_by_table and rng.random() < 0.7:
+            table_id = rng.choice(sorted(image.pending_by_table))
+            epoch = stable + rng.randint(1, 3)
+            return self.submit(catalog, Publish, table_id=table_id, epoch=epoch)
+        return self.submit(catalog, AdvanceStableEpoch, epoch=stable + rng.randint(1, 2))
 
     def set_mode(self, catalog: str, mode: str) -> None:
         """Switch a catalog's publish mode."""

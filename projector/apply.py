@@ -2,15 +2,19 @@
 
 Change intents share one path: re-check the requirements against `head`,
 check the table versions, apply the mutations, then gate publication. Control
-intents have a handler each. Every failure raises (see `projector.errors`);
-nothing is skipped except an exact re-delivery of an applied resource version.
+intents have a handler each; `EpochAssigned` re-checks the publication-order
+rule (`Image.blocker`) and raises `EpochOutOfOrder` rather than apply out of
+order. Every failure raises (see `projector.errors`); nothing is skipped
+except an exact re-delivery of an applied resource version.
 """
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Iterator
 from enum import Enum
 from functools import singledispatch
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
+
+from immutables import Map
 
 from events.changes import KeyAtVersion, Requirement, ValueEquals
 from events.event import Event
@@ -24,11 +28,14 @@ from events.intents import (
     StableEpochAdvanced,
 )
 from events.values import TableInfoValue
-from projector.errors import Divergence, SequenceGap, StaleLeader
+from projector.errors import Divergence, EpochOutOfOrder, SequenceGap, StaleLeader
 from projector.image import Image, PendingChange
+from projector.view import View
 
 Changes = dict[str, Any]
 """The image fields a handler changes; `apply` adds resource_version and last_hash."""
+
+_K = TypeVar("_K", bound=Hashable)
 
 
 class Delivery(Enum):
@@ -64,7 +71,8 @@ def apply(image: Image, event: Event) -> Image:
         SequenceGap: The event's resource_version skips ahead.
         StaleLeader: The event's leader_epoch is older than the image's.
         Divergence: The event does not fit the image (requirement, version,
-            epoch, chain or catalog mismatch).
+            epoch, chain or catalog mismatch); `EpochOutOfOrder` when it
+            breaks the publication-order rule.
     """
     delivery = classify(image, event)
     if delivery is Delivery.DUPLICATE:
@@ -116,7 +124,7 @@ def _apply_change(intent: object, image: Image, event: Event) -> Changes:
                 "from the leader's; rebuild it from a trusted snapshot and the log",
             )
     for table in event.tables:
-        current = head.version_of(table.table_id)
+        current = image.version_of(table.table_id)
         if table.version != current + 1:
             raise Divergence(
                 at,
@@ -131,19 +139,48 @@ def _apply_change(intent: object, image: Image, event: Event) -> Changes:
             f"{expected_epoch}",
         )
     head = head.mutated(event.mutations)
-    max_id = max(image.max_id, _highest_id(event))
-    if image.publish_mode == "auto":
-        return dict(head=head, published=head, stable_epoch=event.schema_epoch, max_id=max_id)
-    change = PendingChange(event)
-    by_table = image.pending_by_table.mutate()
-    for table_id in dict.fromkeys(change.table_ids):
-        by_table[table_id] = (*by_table.get(table_id, ()), at)
-    return dict(
+    changes: Changes = dict(
         head=head,
-        max_id=max_id,
-        pending=image.pending.set(at, change),
-        pending_by_table=by_table.finish(),
+        max_id=max(image.max_id, _highest_id(event)),
+        retired_versions=_retired(image, head, event),
     )
+    if image.publish_mode == "auto":
+        return changes | dict(published=head, stable_epoch=event.schema_epoch)
+    change = PendingChange(event)
+    return changes | dict(
+        pending=image.pending.set(at, change),
+        pending_by_table=_appended(image.pending_by_table, change.table_ids, at),
+        pending_by_key=_appended(image.pending_by_key, change.keys, at),
+    )
+
+
+def _retired(image: Image, head: View, event: Event) -> Map[int, int]:
+    """`retired_versions` after the event (`head` is the head after it).
+
+    A table id that an exchange made a partition keeps its last version; once
+    an exchange makes it a table again, its info holds the version.
+    """
+    retired = image.retired_versions
+    for table in event.tables:
+        table_id = table.table_id
+        if table_id in retired:
+            if head.version_of(table_id):
+                retired = retired.delete(table_id)
+        elif head.version_of(table_id) == 0 and any(
+            table_id in _partition_ids(info) for info in _infos(event)
+        ):
+            retired = retired.set(table_id, table.version)
+    return retired
+
+
+def _appended(
+    index: Map[_K, tuple[int, ...]], entries: Iterable[_K], at: int
+) -> Map[_K, tuple[int, ...]]:
+    """The index with resource version `at` appended under each entry."""
+    out = index.mutate()
+    for entry in entries:
+        out[entry] = (*out.get(entry, ()), at)
+    return out.finish()
 
 
 for _kind in CHANGE_INTENTS:
@@ -183,31 +220,40 @@ def _publish_mode_set(intent: PublishModeSet, image: Image, event: Event) -> Cha
 
 @_fold.register
 def _epoch_assigned(intent: EpochAssigned, image: Image, event: Event) -> Changes:
-    at, epoch = event.resource_version, intent.epoch
+    at, epoch, table = event.resource_version, intent.epoch, intent.table_id
     if image.publish_mode != "explicit":
         raise Divergence(at, "assigns an epoch in auto mode, where nothing is pending")
-    changes = image.pending_changes(intent.table_id)
-    unassigned = tuple(c.resource_version for c in changes if c.epoch == 0)
-    last = image.table_epochs.get(intent.table_id, 0)
-    if not unassigned or tuple(intent.resource_versions) != unassigned:
+    unassigned = [c.resource_version for c in image.pending_changes(table) if c.epoch == 0]
+    listed = list(intent.resource_versions)
+    if not listed or listed != sorted(set(listed)) or not set(listed) <= set(unassigned):
         raise Divergence(
             at,
-            f"assigns epoch {epoch} to resource versions {list(intent.resource_versions)} "
-            f"but table {intent.table_id}'s unassigned pending changes are {list(unassigned)}",
+            f"assigns epoch {epoch} to resource versions {listed} but table {table}'s "
+            f"unassigned pending changes are {unassigned}",
         )
-    if epoch <= image.stable_epoch or epoch < last or any(c.epoch > epoch for c in changes):
+    last = image.table_epochs.get(table, 0)
+    if epoch <= image.stable_epoch or epoch < last:
         raise Divergence(
             at,
-            f"epoch {epoch} for table {intent.table_id} is not above stable "
-            f"{image.stable_epoch}, the table's last epoch {last}, and its pending epochs",
+            f"epoch {epoch} for table {table} must be above the stable epoch "
+            f"{image.stable_epoch} and at or above the table's last epoch {last}",
         )
+    assigning = set(listed)
+    for rv in listed:
+        found = image.blocker(image.pending[rv], epoch, assigning)
+        if found is not None:
+            earlier, shared = found
+            raise EpochOutOfOrder(
+                at,
+                f"gives epoch {epoch} to the change at resource_version {rv} while the "
+                f"earlier change at {earlier.resource_version} (same {shared}) has "
+                + (f"epoch {earlier.epoch}" if earlier.epoch else "no epoch")
+                + ": followers would see them out of order",
+            )
     pending = image.pending.mutate()
-    for rv in unassigned:
+    for rv in listed:
         pending[rv] = PendingChange(image.pending[rv].event, epoch)
-    return dict(
-        pending=pending.finish(),
-        table_epochs=image.table_epochs.set(intent.table_id, epoch),
-    )
+    return dict(pending=pending.finish(), table_epochs=image.table_epochs.set(table, epoch))
 
 
 @_fold.register
@@ -229,21 +275,32 @@ def _stable_epoch_advanced(intent: StableEpochAdvanced, image: Image, event: Eve
     # One new view for the whole batch: changes of one epoch appear together.
     published = image.published.mutated(chain.from_iterable(c.event.mutations for c in ready))
     pending = image.pending.mutate()
-    by_table = image.pending_by_table.mutate()
     for change in ready:
         del pending[change.resource_version]
-        for table_id in dict.fromkeys(change.table_ids):
-            left = tuple(rv for rv in by_table[table_id] if rv != change.resource_version)
-            if left:
-                by_table[table_id] = left
-            else:
-                del by_table[table_id]
+    released = {c.resource_version for c in ready}
     return dict(
         published=published,
         stable_epoch=epoch,
         pending=pending.finish(),
-        pending_by_table=by_table.finish(),
+        pending_by_table=_removed(
+            image.pending_by_table, (t for c in ready for t in c.table_ids), released
+        ),
+        pending_by_key=_removed(image.pending_by_key, (k for c in ready for k in c.keys), released),
     )
+
+
+def _removed(
+    index: Map[_K, tuple[int, ...]], entries: Iterable[_K], released: set[int]
+) -> Map[_K, tuple[int, ...]]:
+    """The index without the released resource versions under `entries`; empty entries go."""
+    out = index.mutate()
+    for entry in set(entries):
+        left = tuple(rv for rv in out[entry] if rv not in released)
+        if left:
+            out[entry] = left
+        else:
+            del out[entry]
+    return out.finish()
 
 
 def _evolve(image: Image, changes: Changes) -> Image:
@@ -265,6 +322,17 @@ def describe(requirement: Requirement) -> str:
     if isinstance(requirement, ValueEquals):
         return f"{requirement.type}({requirement.key} == the caller's snapshot)"
     return f"{requirement.type}({requirement.key})"
+
+
+def _infos(event: Event) -> Iterator[TableInfoValue]:
+    """The table infos the event PUTs."""
+    for mutation in event.mutations:
+        if type(mutation.value) is TableInfoValue:
+            yield mutation.value
+
+
+def _partition_ids(info: TableInfoValue) -> tuple[int, ...]:
+    return tuple(p.partition_id for p in info.partitions)
 
 
 def _highest_id(event: Event) -> int:

@@ -25,6 +25,16 @@ class Divergence(ApplyError):
     """
 
 
+class EpochOutOfOrder(Divergence):
+    """An `EpochAssigned` breaks the publication-order rule (DESIGN.md, "Publication order").
+
+    It gives a change an epoch while an earlier change sharing a table id or
+    a key has none, or a higher one: applied, followers would see the two in
+    the wrong order. The leader's `Publish` refuses that, so the log was
+    written by another producer or is corrupt.
+    """
+
+
 class SequenceGap(ApplyError):
     """An event skipped resource versions: some events were not delivered."""
 

@@ -2,7 +2,7 @@
 
 Layout: `{directory}/{catalog}/{resource_version:020d}.parquet` plus a
 `.sha256` file next to it (`sha256sum -c` format). The rows are the typed
-columnar layout of `projector.snapshot_columns` (format 2; read back by
+columnar layout of `projector.snapshot_columns` (format 3; read back by
 `projector.snapshot_load`): one row per key, one Arrow column per value
 field, column definitions stored once; `published` is left out when it is
 the same view as `head` (auto mode); pending changes are Avro-encoded
@@ -13,7 +13,8 @@ Writes are atomic: a temporary file is written and fsynced, then renamed;
 the checksum file is written last, so a snapshot without one is incomplete
 and ignored. A snapshot whose checksum, format or contents do not verify is
 skipped with a warning and the next older one is tried (format 1 snapshots,
-rows of JSON values, are refused as such).
+rows of JSON values, and format 2, without the retired table versions, are
+refused as such).
 """
 
 from __future__ import annotations
@@ -219,6 +220,7 @@ def _meta(image: Image, position: Position) -> dict[str, Any]:
         "leader_epoch": image.leader_epoch,
         "last_hash": image.last_hash.hex(),
         "max_id": image.max_id,
+        "retired_versions": sorted(image.retired_versions.items()),
         "published_is_head": image.published is image.head,
         "position": [position.topic, position.partition, position.next_offset],
     }
@@ -247,9 +249,12 @@ def _load(parquet: pq.ParquetFile, meta: dict[str, Any]) -> tuple[Image, Positio
     catalog: str = meta["catalog"]
     head, published, pending = load_views(parquet, catalog, bool(meta["published_is_head"]))
     by_table: dict[int, tuple[int, ...]] = {}
+    by_key: dict[str, tuple[int, ...]] = {}
     for rv in sorted(pending):
         for table_id in dict.fromkeys(pending[rv].table_ids):
             by_table[table_id] = (*by_table.get(table_id, ()), rv)
+        for key in pending[rv].keys:
+            by_key[key] = (*by_key.get(key, ()), rv)
     image = Image(
         catalog=catalog,
         head=head,
@@ -260,9 +265,11 @@ def _load(parquet: pq.ParquetFile, meta: dict[str, Any]) -> tuple[Image, Positio
         table_epochs=Map({int(k): int(v) for k, v in meta["table_epochs"]}),
         pending=Map(pending),
         pending_by_table=Map(by_table),
+        pending_by_key=Map(by_key),
         leader_epoch=meta["leader_epoch"],
         last_hash=bytes.fromhex(meta["last_hash"]),
         max_id=meta["max_id"],
+        retired_versions=Map({int(k): int(v) for k, v in meta["retired_versions"]}),
     )
     topic, partition, next_offset = meta["position"]
     return image, Position(topic, int(partition), int(next_offset))

@@ -1,4 +1,4 @@
-"""A snapshot's typed columnar layout (format 2): the schema, and an image as Arrow record batches.
+"""A snapshot's typed columnar layout (format 3): the schema, and an image as Arrow record batches.
 
 One row per key, one typed column per value field (`SCHEMA`); a row's `kind`
 says which columns it uses, the others are null. Every record batch (and
@@ -30,8 +30,12 @@ if TYPE_CHECKING:  # the image's modules read this one's layout constants (`proj
     from projector.image import Image
     from projector.view import View
 
-FORMAT = 2
-"""Bumped whenever the layout changes; other formats are refused, never misread."""
+FORMAT = 3
+"""Bumped whenever the layout changes; other formats are refused, never misread.
+
+3: the image's `retired_versions` in the metadata (a format-2 image lacks
+them, and a loaded image must equal the replay).
+"""
 
 HEAD, PUBLISHED, PENDING, DEFINITIONS = range(4)
 """Sections: the head view, the published view (only when it differs), pending, columns."""

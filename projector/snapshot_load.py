@@ -1,4 +1,4 @@
-"""Loading a format-2 snapshot (`projector.snapshot_columns`) into views, row group by row group.
+"""Loading a format-3 snapshot (`projector.snapshot_columns`) into views, row group by row group.
 
 Each row group's structure is checked once (one `(section, kind)` from the
 column statistics, no nulls where the kind needs a value, column indexes in

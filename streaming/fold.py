@@ -20,6 +20,12 @@ view has a declarative form that set operations can compute per batch:
 4. After-images. Per key, the applied mutation with the highest
    (epoch, resource_version) wins: PUT writes the row, DELETE removes it.
 
+The publication-order rule (DESIGN.md) makes that order agree with the log's
+for every key. `out_of_order` re-checks it where it matters here, at the
+gate: a change applied while an earlier change writing one of its keys stays
+pending, or has a higher epoch, would be shown out of order; the projection
+stops on it with a divergence instead of writing the batch.
+
 Steps 1-3 run on a slim frame without the nested `mutations` (the wide part
 of a row); the few rows that survive (applied or still pending) take their
 mutations back by a broadcast join on their identity (`ROW_ID`), so no
@@ -167,6 +173,38 @@ def with_mutations(outcome: DataFrame, events: DataFrame, pending: DataFrame) ->
     rows = (pending.drop("epoch", "sequenced").withColumn("priority", F.lit(0))
             .unionByName(events.select(*EVENT_COLUMNS).withColumn("priority", F.lit(1))))
     return rows.join(F.broadcast(outcome), list(ROW_ID)).select(*PENDING_COLUMNS, "applied")
+
+
+def out_of_order(rows: DataFrame) -> DataFrame:
+    """The applied changes that an earlier change writing one of their keys is not applied before.
+
+    Only explicit-mode changes (`schema_epoch` 0) can be out of order: auto
+    mode stamps epochs in log order and applies each change at once. The
+    rule's other half, table ids, is the Python fold's: what the projection
+    shows is keys.
+
+    Args:
+        rows: `with_mutations`' output.
+
+    Returns:
+        `catalog`, `resource_version`, `epoch`, `key`, `earlier_epoch` (the
+        highest epoch of an earlier change writing the key) and
+        `earlier_pending` (whether one of those is not applied), one row per
+        offending (change, key).
+    """
+    keyed = rows.where(F.col("is_change") & (F.col("schema_epoch") == 0)).select(
+        "catalog", "resource_version", "epoch", "applied",
+        F.explode(F.array_distinct("mutations.key")).alias("key"))
+    earlier = (Window.partitionBy("catalog", "key").orderBy("resource_version")
+               .rowsBetween(Window.unboundedPreceding, -1))
+    checked = keyed.select(
+        "catalog", "resource_version", "epoch", "key", "applied",
+        F.max("epoch").over(earlier).alias("earlier_epoch"),
+        F.max((~F.col("applied")).cast("int")).over(earlier).alias("earlier_pending"))
+    return checked.where(F.col("applied") & ((F.col("earlier_pending") == 1)
+                                             | (F.col("earlier_epoch") > F.col("epoch")))).select(
+        "catalog", "resource_version", "epoch", "key", "earlier_epoch",
+        (F.col("earlier_pending") == 1).alias("earlier_pending"))
 
 
 def winners(rows: DataFrame) -> DataFrame:

@@ -37,10 +37,11 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from projector.errors import EpochOutOfOrder
 from streaming import sink
 from streaming.decode import decode, log_rows, normalize, quarantine_rows
 from streaming.errors import ProjectionError
-from streaming.fold import PENDING_COLUMNS, gate, sequence, winners, with_mutations
+from streaming.fold import PENDING_COLUMNS, gate, out_of_order, sequence, winners, with_mutations
 from streaming.tables import CURRENT_TABLES, KEY_COLUMNS, TRAILER, table_filter
 
 KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
@@ -195,6 +196,8 @@ class BatchProjector:
                 phase("state")
                 counts = _summary(decoded, pending, rows, won, new_state)
                 phase("summary")
+                if counts["out_of_order"]:
+                    raise _divergence(out_of_order(rows), batch_id)
                 if counts["records"] == 0:
                     return
                 writes: dict[str, Callable[[], None]] = {}
@@ -239,6 +242,7 @@ def _summary(decoded: DataFrame, pending: DataFrame, rows: DataFrame, won: DataF
         rows.agg(F.count_if(~F.col("applied")).alias("pending_changes")),
         won.agg(*[F.count_if(table_filter(name)).alias(name) for name in CURRENT_TABLES]),
         new_state.agg(F.count("*").alias("catalog_state")),
+        out_of_order(rows).agg(F.count("*").alias("out_of_order")),
     ]
     joined = parts[0]
     for part in parts[1:]:
@@ -246,6 +250,19 @@ def _summary(decoded: DataFrame, pending: DataFrame, rows: DataFrame, won: DataF
     row = joined.first()
     assert row is not None
     return {key: int(value) for key, value in row.asDict().items()}
+
+
+def _divergence(offending: DataFrame, batch_id: int) -> EpochOutOfOrder:
+    """The first change the batch would apply out of order, as the fold's divergence."""
+    first = offending.orderBy("catalog", "resource_version", "key").first()
+    assert first is not None
+    earlier = ("an earlier change writing it is still pending" if first["earlier_pending"]
+               else f"an earlier change writing it has epoch {first['earlier_epoch']}")
+    return EpochOutOfOrder(
+        first["resource_version"],
+        f"catalog `{first['catalog']}`: applying it at epoch {first['epoch']} writes key "
+        f"`{first['key']}` while {earlier}; the projection stopped before writing batch "
+        f"{batch_id}: the log breaks the publication order, rebuild it from a trusted one")
 
 
 def _run_all(spark: SparkSession, writes: dict[str, Callable[[], None]], threads: int) -> None:

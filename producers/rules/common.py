@@ -117,10 +117,14 @@ def bumped(info: TableInfoValue, **update: object) -> TableInfoValue:
 
 
 def touched(image: Image, *table_ids: int) -> tuple[TableVersion, ...]:
-    """The `tables` entry of each id: its current version + 1 (a new id starts at 1)."""
+    """The `tables` entry of each id: its last version + 1 (a new id starts at 1).
+
+    An id that was a table before an exchange made it a partition counts on
+    from its last version as a table (`Image.version_of`): a (table_id,
+    version) pair never repeats.
+    """
     return tuple(
-        TableVersion(table_id=t, version=image.head.version_of(t) + 1)
-        for t in dict.fromkeys(table_ids)
+        TableVersion(table_id=t, version=image.version_of(t) + 1) for t in dict.fromkeys(table_ids)
     )
 
 

@@ -120,7 +120,9 @@ def exchange(image: Image, command: ExchangePartition) -> Change:
 
     The plain table's keys move to p's old id (info, route, datanode keys,
     name); the two label rules swap, each taking the other's rule id and the
-    ranges of its new id (TiDB's exchange).
+    ranges of its new id (TiDB's exchange). The table's version under p's id
+    counts on from the last version that id had as a table, if it had one
+    (an exchange back), so a (table_id, version) pair never repeats.
     """
     info = live_table(image, command.schema_name, command.table_name)
     check_version(info, command.expected_version)
@@ -140,9 +142,7 @@ def exchange(image: Image, command: ExchangePartition) -> Change:
             for p in info.partitions
         ),
     )
-    moved_other = other.model_copy(
-        update={"table_id": pid, "version": image.head.version_of(pid) + 1}
-    )
+    moved_other = other.model_copy(update={"table_id": pid, "version": image.version_of(pid) + 1})
     route = image.head.route(oid)
     assert route is not None, "a live table always has a route"
     new_route = rekeyed_route(route, pid)

@@ -1,4 +1,4 @@
-"""The columnar snapshot layout (format 2): exact round trip, structure checks, old formats."""
+"""The columnar snapshot layout (format 3): exact round trip, structure checks, old formats."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from events.changes import Mutation, MutationOp
-from events.commands import DropTable
+from events.commands import AdvanceStableEpoch, DropTable, ExchangePartition, Publish
 from events.values import LabelRuleValue, PartitionDef, TableInfoValue
 from producers.local import LocalCatalog
 from projector.apply import replay
@@ -22,7 +22,7 @@ from projector.image import Image
 from projector.snapshot import Position, load_newest, read_snapshot, write_snapshot
 from projector.snapshot_columns import CHUNK, FORMAT, INFO, SCHEMA, image_batches
 from projector.view import View
-from tests.domain.builders import command
+from tests.domain.builders import command, create, local
 from tests.follower.workload import CATALOG, explicit_log, random_log
 
 POSITION = Position("t.events", 0, 42)
@@ -83,6 +83,38 @@ def test_tables_with_partitions_defaults_and_many_chunks_round_trip(tmp_path: Pa
     assert sum(b.num_rows for b in batches if b.column("kind")[0].as_py() == INFO) > CHUNK
     loaded, _ = read_snapshot(write_snapshot(tmp_path, image, POSITION))
     _same_view(loaded.head, head)
+
+
+@pytest.mark.parametrize("mode", ["auto", "explicit"])
+def test_a_loaded_snapshot_keeps_retired_versions_and_pending_keys_for_the_log_after_it(
+    tmp_path: Path, mode: str
+) -> None:
+    catalog = local(mode)
+    catalog.submit(create("parts", partitions=("p0",)))
+    catalog.submit(create("plain"))
+    exchange = command(
+        ExchangePartition,
+        table_name="parts",
+        partition_name="p0",
+        other_schema_name="public",
+        other_table_name="plain",
+    )
+    catalog.submit(exchange)  # `plain` leaves id 3 (at version 2) for p0's id 2
+    assert dict(catalog.image.retired_versions) == {3: 2}
+    assert bool(catalog.image.pending_by_key) == (mode == "explicit")
+    loaded, _ = read_snapshot(write_snapshot(tmp_path, catalog.image, POSITION))
+    assert loaded == replay(Image.empty(CATALOG), catalog.events)
+    done = len(catalog.events)
+    catalog.submit(exchange.model_copy(update={"command_id": "back"}))  # `plain` is 3 again
+    info = catalog.image.head.table(3)
+    assert info is not None and info.version == 3
+    if mode == "explicit":
+        # `parts`' create takes 1, its exchanges wait for `plain`'s create; `plain` takes the rest.
+        for table_id in (1, 3):
+            catalog.submit(command(Publish, table_id=table_id, epoch=1))
+        catalog.submit(command(AdvanceStableEpoch, epoch=1))
+        assert not catalog.image.pending
+    assert replay(loaded, catalog.events[done:]) == catalog.image
 
 
 def _with_a_dropped_table(catalog: LocalCatalog) -> LocalCatalog:

@@ -1,4 +1,4 @@
-"""One micro-batch without Kafka: a retried batch, and the REGION_LABEL formatting."""
+"""One micro-batch without Kafka: a retried batch, an out-of-order log, REGION_LABEL formatting."""
 
 from __future__ import annotations
 
@@ -8,16 +8,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from bench.workload import Workload, encoded
+from events.commands import AdvanceStableEpoch, Publish, RenameTable
+from events.event import Event
+from events.intents import EpochAssigned, Intent, StableEpochAdvanced
 from events.values import KeyRange, Label, LabelRuleValue, PartitionDef, TableInfoValue
+from projector.errors import EpochOutOfOrder
 from projector.labels import region_label_rows, table_rule_ranges
 from streaming import sink
 from streaming.projection import KAFKA_SCHEMA, BatchProjector, ProjectionConfig, ensure_tables
 from streaming.read import read_rows
 from streaming.tables import region_label_columns
+from tests.domain.builders import CATALOG, command, create, local
+from tests.follower.workload import reseal
 from tests.spark.expect import assert_projection_equals
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
@@ -62,6 +68,55 @@ def test_a_batch_retried_after_a_crash_between_writes_changes_nothing_twice(
 
     assert_projection_equals(config.tables, [work.catalogs["explicit"].image])
     assert len(read_rows(config.tables, "metadata_log")) == len(records)
+
+
+def _projector(spark: SparkSession, tmp_path: Path) -> BatchProjector:
+    checkpoint = tmp_path / "cp"
+    checkpoint.mkdir()
+    (checkpoint / "metadata").write_text(json.dumps({"id": "query-1"}))
+    config = ProjectionConfig("unused:9092", "events", str(tmp_path / "tables"), str(checkpoint))
+    ensure_tables(spark, config)
+    return BatchProjector(config)
+
+
+def _batch(spark: SparkSession, events: list[Event]) -> DataFrame:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    return spark.createDataFrame(
+        [(c.encode(), v, "events", 0, i, at, 0) for i, (c, v) in enumerate(encoded(events))],
+        KAFKA_SCHEMA)
+
+
+def _crafted(after: Event, intent: Intent) -> Event:
+    """A control event right after `after` in its chain, as another producer could write it."""
+    return reseal(after, resource_version=after.resource_version + 1, prev_hash=after.hash,
+                  event_id=f"crafted-{after.resource_version + 1}", command_id=None, tables=(),
+                  requirements=(), mutations=(), intent=intent)
+
+
+def test_a_log_that_breaks_the_publication_order_stops_the_projection(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """`a` renamed to `b`, a new `a`; the new `a` published and released before the rename."""
+    catalog = local("explicit")
+    catalog.submit(create("a"))
+    catalog.submit(command(Publish, table_id=1, epoch=1))
+    catalog.submit(command(AdvanceStableEpoch, epoch=1))
+    catalog.submit(command(RenameTable, table_name="a", new_table_name="b"))
+    catalog.submit(create("a"))
+    created = catalog.events[-1]
+    assigned = _crafted(created, EpochAssigned(table_id=2, epoch=2,
+                                               resource_versions=(created.resource_version,)))
+    released = _crafted(assigned, StableEpochAdvanced(epoch=2))
+    projector = _projector(spark, tmp_path)
+
+    with pytest.raises(EpochOutOfOrder, match=(
+            f"resource_version {created.resource_version}: catalog `{CATALOG}`: applying it at "
+            "epoch 2 writes key `__table_name/c/public/a` while an earlier change writing it "
+            "is still pending; the projection stopped before writing batch 0")):
+        projector(_batch(spark, [*catalog.events, assigned, released]), 0)
+
+    tables = projector.config.tables
+    assert read_rows(tables, "catalog_state") == read_rows(tables, "metadata_log") == []
+    assert read_rows(tables, "table_name") == []
 
 
 def test_region_label_columns_format_like_the_python_rows(spark: SparkSession) -> None:
