@@ -204,7 +204,7 @@ def test_table_versions_are_dense_and_followers_never_see_above_the_stable_epoch
         before = image
         image = apply(image, event)
         for table in event.tables:
-            assert table.version == before.head.version_of(table.table_id) + 1
+            assert table.version == before.version_of(table.table_id) + 1  # counts on across roles
             info = image.head.table(table.table_id) or image.head.removed_table(table.table_id)
             assert info is None or info.version == table.version
         assert all(c.epoch == 0 or c.epoch > image.stable_epoch for c in image.pending.values())
