@@ -16,8 +16,8 @@ import tracemalloc
 from bench.workload import Workload
 from events.codec import decode_event, encode_event
 from events.event import Event
-from projector.apply import replay
-from projector.image import Image
+from projector.fold.apply import replay
+from projector.fold.image import Image
 
 CATALOG = "bench"
 

@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from bench.ports import free_port_pair
 from metalog import stack
 from metalog.stack_config import StackConfig
-from metalog.topics import create_topics
+from projector.kafka.topics import create_topics
 
 BENCH_PORTS = (19292, 19592, 19892)
 PHASE_TIMEOUT_S = 300.0

@@ -5,8 +5,8 @@ per-batch publication (BENCHMARKS.md, "Follower"). The image it ends with is
 the fold of the log's events, so this builds that image directly: the log's
 records are read back from the broker (read_committed, as the follower reads
 them), decoded with the follower's decoder (`events.codec.decode_event`),
-folded with its fold (`projector.apply.replay`), and written with
-`projector.snapshot.write_snapshot` at the position the follower would record:
+folded with its fold (`projector.fold.apply.replay`), and written with
+`projector.snapshot.store.write_snapshot` at the position the follower would record:
 the offset after the last record.
 
 Run (in a child process; ~4 min for 1M creates):
@@ -28,9 +28,9 @@ from confluent_kafka import Consumer, TopicPartition
 from bench.apply import CATALOG
 from events.codec import decode_event
 from events.topics import Topics
-from projector.apply import replay
-from projector.image import Image
-from projector.snapshot import Position, write_snapshot
+from projector.fold.apply import replay
+from projector.fold.image import Image
+from projector.snapshot.store import Position, write_snapshot
 
 
 def replayed_image(records: Iterable[bytes], image: Image | None = None) -> Image:

@@ -1,7 +1,7 @@
 """The limit for ``bench.leader``: raw transactional produce, batched like the leader.
 
 One transactional producer with the leader's own settings
-(`producers.owner.TRANSACTIONAL_SETTINGS`), served by one committer thread. A
+(`producers.leader.owner.TRANSACTIONAL_SETTINGS`), served by one committer thread. A
 "command" is a client thread handing a request to the committer and waiting
 for it to be committed. The committer takes whatever requests have arrived
 (at most ``batch_size``, the leader's default 200), and for the batch runs
@@ -22,7 +22,7 @@ from typing import Self
 
 from confluent_kafka import Producer
 
-from producers.owner import TRANSACTIONAL_SETTINGS
+from producers.leader.owner import TRANSACTIONAL_SETTINGS
 
 
 class _Request:

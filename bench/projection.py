@@ -42,7 +42,7 @@ from events.topics import Topics
 from metalog import stack
 from metalog.spark_session import spark_session
 from metalog.stack_config import StackConfig
-from metalog.topics import create_metalog_topics
+from projector.kafka.topics import create_metalog_topics
 from streaming.projection import ProjectionConfig, kafka_source, start_projection
 
 BENCH_PORT = 19792

@@ -44,9 +44,9 @@ from events.commands import (
 from events.event import Event
 from events.topics import partition_for
 from events.values import Column
-from producers.decide import Stamp
+from producers.decide.core import Stamp
 from producers.errors import CommandRejected
-from producers.local import LocalCatalog
+from producers.leader.local import LocalCatalog
 
 SCHEMA = "db"
 NAMES = ("orders", "users", "items", "events", "logs")

@@ -22,7 +22,7 @@ from confluent_kafka import KafkaException
 
 from events.errors import MetalogError
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
-from producers.kafka_errors import kafka_error
+from producers.kafka.errors import kafka_error
 from projector.errors import FollowerStopped
 
 COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader",

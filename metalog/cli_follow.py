@@ -18,12 +18,12 @@ from events.errors import MetalogError
 from events.topics import Topics
 from metalog.cli_args import positive_float
 from metalog.stack_config import StackConfig
-from producers.kafka_errors import kafka_error
+from producers.kafka.errors import kafka_error
 from projector.errors import FollowerError, FollowerStopped, SnapshotError
-from projector.follower import Follower
-from projector.image import Image
-from projector.snapshot import list_snapshots, verify_snapshot
-from projector.watch import WatchEvent
+from projector.follower.follower import Follower
+from projector.fold.image import Image
+from projector.snapshot.store import list_snapshots, verify_snapshot
+from projector.follower.watch import WatchEvent
 
 DEFAULT_SNAPSHOTS = ".metalog/snapshots"
 
@@ -80,7 +80,7 @@ def render(console: Console, image: Image) -> None:
 def _follower(args: argparse.Namespace, **options: Any) -> Follower:
     # The command reports why the follower stopped, in one line: the follower's own
     # line about it and librdkafka's connection chatter would only repeat it.
-    logging.getLogger("projector.follower").setLevel(logging.CRITICAL)
+    logging.getLogger("projector.follower.follower").setLevel(logging.CRITICAL)
     logging.getLogger("metalog.kafka").setLevel(logging.CRITICAL)
     # Each command is a process of its own, so the process-wide freeze is safe;
     # it halves the time of catching up from the log (BENCHMARKS.md, "Follower").

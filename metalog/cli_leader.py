@@ -11,8 +11,8 @@ from typing import Any
 from events.topics import Topics
 from metalog.cli_args import positive_int
 from metalog.stack_config import StackConfig
-from producers.leader import Leader
-from producers.owner import LeaderOptions
+from producers.leader.leader import Leader
+from producers.leader.owner import LeaderOptions
 
 
 def _leader(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ from events.topics import Topics
 from metalog import demo_write
 from metalog.cli_follow import follow_demo
 from metalog.stack_config import StackConfig
-from projector.follower import Follower
+from projector.follower.follower import Follower
 from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_rows
 

@@ -17,10 +17,10 @@ from rich.table import Table
 
 from events.topics import Topics
 from events.values import Column
-from producers.client import MetadataClient
+from producers.client.client import MetadataClient
 from producers.errors import CommandRejected, VersionConflict
-from producers.leader import Leader
-from projector.export import region_label_rows
+from producers.leader.leader import Leader
+from projector.fold.export import region_label_rows
 
 COLUMNS = (
     Column(name="order_id", data_type="int64", nullable=False),

@@ -26,7 +26,7 @@ from confluent_kafka.admin import AdminClient
 from metalog import jars
 from metalog.errors import StackError
 from metalog.stack_config import StackConfig, log4j2_properties, server_properties
-from metalog.topics import create_metalog_topics
+from projector.kafka.topics import create_metalog_topics
 
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 30.0

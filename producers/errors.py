@@ -121,7 +121,7 @@ def rejection_from_reply(reply: Rejected) -> CommandRejected:
     return error
 
 
-# -- the domain rules (producers.rules): one class per rule, named in the reply ---
+# -- the domain rules (producers.decide.rules): one class per rule, named in the reply ---
 
 
 class InvalidCommand(CommandRejected):

@@ -1,6 +1,6 @@
 """One micro-batch of the published-view fold, as Spark SQL over whole batches.
 
-The Python fold (`projector.apply`) walks events one by one. Its published
+The Python fold (`projector.fold.apply`) walks events one by one. Its published
 view has a declarative form that set operations can compute per batch:
 
 1. Sequence. Per catalog, events are taken in `resource_version` order from

@@ -7,7 +7,7 @@ the source is newer. `op` is kept on the merge source only (PUT writes the
 row, DELETE removes it) and dropped from the tables.
 
 `region_label` is derived from `label_rule` with Spark SQL functions,
-formatted exactly as `projector.labels.region_label_rows` does.
+formatted exactly as `events.labels.region_label_rows` does.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from events.keys import (
     TABLE_NAME,
     TABLE_ROUTE,
 )
-from projector.labels import HIDDEN_LABEL_KEYS
+from events.labels import HIDDEN_LABEL_KEYS
 
 VALUE = "value.member_"
 KEY_COLUMNS = ("catalog", "key")
@@ -97,7 +97,7 @@ def _label_rule(m: DataFrame) -> DataFrame:
 
 
 def region_label_columns(labels: Column, ranges: Column) -> tuple[Column, Column]:
-    """REGION_LABEL and RANGES as `projector.labels.region_label_rows` formats them.
+    """REGION_LABEL and RANGES as `events.labels.region_label_rows` formats them.
 
     Args:
         labels: An `array<struct<key, value>>` column.

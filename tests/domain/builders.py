@@ -9,8 +9,8 @@ from events.changes import MutationOp
 from events.commands import CommandBase, CreateTable, SetPublishMode, TableCommand
 from events.event import Event
 from events.values import Column, KeyValue
-from producers.decide import Stamp
-from producers.local import LocalCatalog
+from producers.decide.core import Stamp
+from producers.leader.local import LocalCatalog
 
 CATALOG = "c"
 SCHEMA = "public"

@@ -8,10 +8,10 @@ from events.commands import AlterTable, Reload
 from events.event import Event
 from events.intents import LeaderResigned
 from events.values import TableVersion
-from producers.decide import decide, elect
-from projector.apply import Delivery, apply, classify, replay
+from producers.decide.core import decide, elect
+from projector.fold.apply import Delivery, apply, classify, replay
 from projector.errors import Divergence, SequenceGap, StaleLeader
-from projector.image import Image
+from projector.fold.image import Image
 from tests.domain.builders import CATALOG, command, create, local, stamps
 
 

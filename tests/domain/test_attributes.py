@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.values import Label
-from producers.attributes import format_attributes, parse_attributes
+from producers.decide.attributes import format_attributes, parse_attributes
 from producers.errors import InvalidAttributes
 
 

@@ -4,9 +4,9 @@ import pytest
 
 from events.commands import AlterTable, DropTable, Reload
 from events.intents import Reloaded
-from producers.decide import Rejection, decide
+from producers.decide.core import Rejection, decide
 from producers.errors import TableNotFound, VersionConflict
-from projector.export import export
+from projector.fold.export import export
 from tests.domain.builders import CATALOG, command, create, last, local, stamps
 
 

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.values import Column, KeyRange, Label, PartitionDef, TableInfoValue
-from projector.labels import (
+from events.labels import (
     RegionLabelRow,
     effective_labels,
     encode_record_prefix,

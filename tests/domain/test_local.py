@@ -7,10 +7,10 @@ import pytest
 from events.codec import encode_event
 from events.commands import DropTable
 from events.values import TableInfoValue
-from producers.decide import Stamp
+from producers.decide.core import Stamp
 from producers.errors import NameTaken, TableNotFound
-from producers.local import LocalCatalog
-from projector.packing import pack, unpack
+from producers.leader.local import LocalCatalog
+from projector.fold.packing import pack, unpack
 from tests.domain.builders import CATALOG, COLUMNS, command, create, local, stamps
 
 

@@ -13,8 +13,8 @@ from events.commands import (
 )
 from events.values import DatanodeTableValue, TableRouteValue
 from producers.errors import PartitionExists, RegionNotFound, RouteChanged, VersionConflict
-from producers.local import LocalCatalog
-from projector.labels import partition_rule_ranges, record_key_range
+from producers.leader.local import LocalCatalog
+from events.labels import partition_rule_ranges, record_key_range
 from tests.domain.builders import command, create, deleted, last, local, writes
 
 

@@ -32,11 +32,11 @@ from events.event import Event
 from events.intents import EpochAssigned
 from events.values import Column
 from producers.errors import CommandRejected
-from producers.local import LocalCatalog
-from projector.apply import apply, replay
-from projector.image import Image
-from projector.snapshot import Position, read_snapshot, write_snapshot
-from projector.view import View
+from producers.leader.local import LocalCatalog
+from projector.fold.apply import apply, replay
+from projector.fold.image import Image
+from projector.snapshot.store import Position, read_snapshot, write_snapshot
+from projector.fold.view import View
 from tests.domain.builders import CATALOG, command, create, local
 
 NAMES = ("a", "b", "c", "d")

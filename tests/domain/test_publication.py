@@ -11,8 +11,8 @@ from producers.errors import (
     NothingToPublish,
     WrongPublishMode,
 )
-from projector.apply import replay
-from projector.image import Image
+from projector.fold.apply import replay
+from projector.fold.image import Image
 from tests.domain.builders import CATALOG, command, create, last, local
 
 

@@ -1,4 +1,4 @@
-"""Validation at the edge (`producers.rules.validate`): each rule refused with its type.
+"""Validation at the edge (`producers.decide.rules.validate`): each rule refused with its type.
 
 Every refused command is also decided after an Avro round trip, as a leader
 gets it from the commands topic: `decide` refuses it with the same type.
@@ -37,10 +37,10 @@ from events.commands import (
 from events.errors import EncodeError
 from events.event import Event
 from events.values import Column, TableRouteValue
-from producers.decide import Rejection, decide
+from producers.decide.core import Rejection, decide
 from producers.errors import InvalidCommand, InvalidName, OutOfRange
-from producers.rules import validate
-from producers.rules.limits import (
+from producers.decide.rules import validate
+from producers.decide.rules.limits import (
     ATTRIBUTES_MAX_CHARS,
     COLUMNS_MAX,
     DATANODE_ID_MAX,
@@ -51,7 +51,7 @@ from producers.rules.limits import (
     TABLE_ID_MAX,
     TEXT_MAX_CHARS,
 )
-from projector.image import Image
+from projector.fold.image import Image
 from tests.domain.builders import CATALOG, COLUMNS, command, create, local, stamps
 
 ROUTE = TableRouteValue(table_id=1, region_routes=())

@@ -14,7 +14,8 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events import default_store, to_avro_dict
+from events.codec import to_avro_dict
+from events.schema_store import default_store
 from events.commands import Command
 from events.compiled.read import compile_reader
 from events.compiled.shape import compile_converters

@@ -5,19 +5,12 @@ import hashlib
 import event_samples as samples
 import pytest
 
-from events import (
-    GENESIS_HASH,
-    ChainBroken,
-    Event,
-    canonical_body,
-    chain,
-    default_store,
-    encode_event,
-    event_hash,
-    seal,
-    verify_chain,
-    verify_encoded_chain,
-)
+from events import chain
+from events.chain import GENESIS_HASH, canonical_body, event_hash, seal, verify_chain, verify_encoded_chain
+from events.codec import encode_event
+from events.errors import ChainBroken
+from events.event import Event
+from events.schema_store import default_store
 from events.chain import seal_record
 from events.codec import codec, decode_event
 

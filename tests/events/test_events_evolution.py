@@ -8,7 +8,9 @@ import event_samples as samples
 import pytest
 from fastavro.schema import parse_schema
 
-from events import UnknownSchema, decode_event, decode_event_dict, default_store
+from events.codec import decode_event, decode_event_dict
+from events.errors import UnknownSchema
+from events.schema_store import default_store
 from events.schema_store import KINDS, load_directory
 
 V1_EVENT = {"TableCreated", "AttributesSet", "Reloaded"}

@@ -2,7 +2,8 @@
 
 import json
 
-from events import HEADER_LENGTH, default_store, spark_decoders
+from events.schema_store import HEADER_LENGTH, default_store
+from events.spark_schemas import spark_decoders
 
 
 def test_one_decoder_per_writer_schema_with_the_current_reader() -> None:

@@ -1,4 +1,4 @@
-"""A loaded view's cold layer (`projector.cold`) and the changes above it (`projector.layered`)."""
+"""A loaded view's cold layer (`projector.snapshot.cold`) and the changes above it (`projector.fold.layered`)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import pytest
 
 from events.changes import Mutation, MutationOp
 from events.values import TableInfoValue, TableNameValue
-from projector.apply import replay
-from projector.cold import ColdValues
+from projector.fold.apply import replay
+from projector.snapshot.cold import ColdValues
 from projector.errors import SnapshotError
-from projector.image import Image
-from projector.layered import GONE, LayeredValues
-from projector.packing import PackedName
-from projector.snapshot import Position, read_snapshot, write_snapshot
-from projector.snapshot_columns import DATANODE_TABLE, NAME
-from projector.view import View
+from projector.fold.image import Image
+from projector.fold.layered import GONE, LayeredValues
+from projector.fold.packing import PackedName
+from projector.snapshot.store import Position, read_snapshot, write_snapshot
+from projector.snapshot.columns import DATANODE_TABLE, NAME
+from projector.fold.view import View
 from tests.follower.workload import CATALOG, random_log
 
 POSITION = Position("t.events", 0, 7)

@@ -11,8 +11,8 @@ from confluent_kafka import Consumer, TopicPartition
 from events.changes import KeyPresent
 from events.topics import REASON_HEADER
 from projector.errors import DivergedAt, ResourceVersionTooOld
-from projector.follower import Follower
-from projector.watch import WatchEvent
+from projector.follower.follower import Follower
+from projector.follower.watch import WatchEvent
 from tests.fixtures.kafka import TopicSet
 from tests.follower.workload import (
     CATALOG,

@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from projector.follower import Follower
+from projector.follower.follower import Follower
 from tests.fixtures.kafka import TopicSet
 from tests.follower.workload import CATALOG, produce, random_log, wait_until
 

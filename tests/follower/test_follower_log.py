@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from events.values import Column
-from producers.client import MetadataClient
-from producers.leader import Leader
-from producers.log import read_events
-from projector.apply import replay
-from projector.follower import Follower
-from projector.image import Image
-from projector.snapshot import list_snapshots, read_snapshot
-from projector.watch import WatchEvent
+from producers.client.client import MetadataClient
+from producers.leader.leader import Leader
+from producers.leader.log import read_events
+from projector.fold.apply import replay
+from projector.follower.follower import Follower
+from projector.fold.image import Image
+from projector.snapshot.store import list_snapshots, read_snapshot
+from projector.follower.watch import WatchEvent
 from tests.fixtures.kafka import TopicSet
 from tests.follower.workload import (
     CATALOG,

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from events.changes import KeyPresent
-from projector.apply import replay
+from projector.fold.apply import replay
 from projector.errors import DivergedAt, ResourceVersionTooOld, SnapshotError
-from projector.feed import CatalogFeed
-from projector.image import Image
-from projector.snapshot import Position, list_snapshots, load_newest, read_snapshot, write_snapshot
-from projector.watch import History, datanode_regions, published_changes, region_diff
+from projector.follower.feed import CatalogFeed
+from projector.fold.image import Image
+from projector.snapshot.store import Position, list_snapshots, load_newest, read_snapshot, write_snapshot
+from projector.follower.watch import History, datanode_regions, published_changes, region_diff
 from tests.follower.workload import (
     CATALOG,
     explicit_log,

@@ -15,13 +15,13 @@ import pytest
 from events.changes import Mutation, MutationOp
 from events.commands import AdvanceStableEpoch, DropTable, ExchangePartition, Publish
 from events.values import LabelRuleValue, PartitionDef, TableInfoValue
-from producers.local import LocalCatalog
-from projector.apply import replay
+from producers.leader.local import LocalCatalog
+from projector.fold.apply import replay
 from projector.errors import SnapshotError
-from projector.image import Image
-from projector.snapshot import Position, load_newest, read_snapshot, write_snapshot
-from projector.snapshot_columns import CHUNK, FORMAT, INFO, SCHEMA, image_batches
-from projector.view import View
+from projector.fold.image import Image
+from projector.snapshot.store import Position, load_newest, read_snapshot, write_snapshot
+from projector.snapshot.columns import CHUNK, FORMAT, INFO, SCHEMA, image_batches
+from projector.fold.view import View
 from tests.domain.builders import command, create, local
 from tests.follower.workload import CATALOG, explicit_log, random_log
 
@@ -152,7 +152,7 @@ def test_an_old_format_snapshot_is_skipped_with_a_warning_not_misread(
     _rewrite(newer, old.replace_schema_metadata({b"metalog.snapshot": json.dumps(meta)}))
     with pytest.raises(SnapshotError, match=f"format 1 is not {FORMAT}"):
         read_snapshot(newer)
-    with caplog.at_level(logging.WARNING, logger="projector.snapshot"):
+    with caplog.at_level(logging.WARNING, logger="projector.snapshot.store"):
         found = load_newest(tmp_path, CATALOG)
     assert found is not None and found[1] == POSITION and found[0] == catalog.image
     assert any("format 1" in r.getMessage() for r in caplog.records)

@@ -12,7 +12,7 @@ from events.chain import seal
 from events.codec import encode_event
 from events.commands import AdvanceStableEpoch, AlterTable, FailoverRegion, Publish
 from events.event import Event
-from producers.local import LocalCatalog
+from producers.leader.local import LocalCatalog
 from tests.domain.builders import CATALOG, command, create, local
 from tests.fixtures.kafka import TopicSet
 

@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from events.event import Event
-from producers.client import MetadataClient
-from producers.leader import Leader
-from producers.log import read_events
+from producers.client.client import MetadataClient
+from producers.leader.leader import Leader
+from producers.leader.log import read_events
 from tests.fixtures.kafka import TopicSet
 
 

@@ -1,4 +1,4 @@
-"""A call's outcome hand-over (`producers.waiter.Waiter`) and the partition memo, no Kafka."""
+"""A call's outcome hand-over (`producers.leader.waiter.Waiter`) and the partition memo, no Kafka."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 
 from events.replies import Committed, Rejected
 from events.topics import Topics, partition_for
-from producers.routing import Layout
-from producers.waiter import Waiter
+from producers.kafka.routing import Layout
+from producers.leader.waiter import Waiter
 
 REPLY = Committed(command_id="c1", catalog="greptime", resource_version=4, schema_epoch=4)
 

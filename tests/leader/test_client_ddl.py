@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from events.values import Column, TableInfoValue
-from producers.client import MetadataClient
+from producers.client.client import MetadataClient
 from producers.errors import TableNotFound
-from producers.leader import Leader
-from projector.labels import record_key_range
+from producers.leader.leader import Leader
+from events.labels import record_key_range
 from tests.fixtures.kafka import TopicSet
 from tests.leader.conftest import log_of
 from tests.leader.history import check_history

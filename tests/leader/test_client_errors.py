@@ -15,9 +15,9 @@ from confluent_kafka import KafkaError, KafkaException
 from events.commands import DropTable
 from events.topics import Topics
 from events.values import Column
-from producers.client import MetadataClient
+from producers.client.client import MetadataClient
 from producers.errors import InvalidCommand, InvalidName, LeaderUnavailable, OutOfRange, TooLarge
-from producers.kafka_errors import kafka_error
+from producers.kafka.errors import kafka_error
 from tests.fixtures.kafka import TopicSet
 
 NOWHERE = "127.0.0.1:1"

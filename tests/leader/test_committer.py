@@ -6,9 +6,9 @@ import threading
 
 from events.replies import Committed, Reply
 from events.topics import COMMANDS_OFFSET_HEADER
-from producers.committer import Batch, GroupCommitter
+from producers.leader.committer import Batch, GroupCommitter
 from producers.errors import TransactionFailed
-from producers.owner import Input
+from producers.leader.owner import Input
 
 
 class _Broker:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from events.values import Column
-from producers.client import MetadataClient
+from producers.client.client import MetadataClient
 from producers.errors import VersionConflict
-from producers.leader import Leader
-from projector.kafka_io import high_watermarks
+from producers.leader.leader import Leader
+from projector.kafka.clients import high_watermarks
 from tests.fixtures.kafka import TopicSet
 from tests.leader.conftest import log_of
 from tests.leader.history import check_history

@@ -15,10 +15,10 @@ from events.intents import LeaderElected
 from events.replies import Committed, Rejected
 from events.topics import COMMAND_ID_HEADER, REASON_HEADER, REPLY_TO_HEADER
 from events.values import Column
-from producers.client import MetadataClient
+from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, Fenced
-from producers.leader import Leader
-from producers.owner import (
+from producers.leader.leader import Leader
+from producers.leader.owner import (
     LeaderOptions,
     PartitionOwner,
 )

@@ -9,9 +9,9 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from events.values import Column
-from producers.client import MetadataClient
+from producers.client.client import MetadataClient
 from producers.errors import VersionConflict
-from producers.leader import Leader
+from producers.leader.leader import Leader
 from tests.fixtures.kafka import TopicSet
 from tests.leader.conftest import log_of
 

@@ -23,12 +23,12 @@ from events.intents import LeaderElected
 from events.topics import REASON_HEADER, SOURCE_HEADER
 from events.values import Column
 from producers import decide as decide_module
-from producers.client import MetadataClient
+from producers.client.client import MetadataClient
 from producers.errors import InternalError, TooLarge
-from producers.leader import Leader
-from producers.log import read_partition
-from producers.rules.common import Change
-from producers.sizes import PRODUCER_MAX_MESSAGE_BYTES, RECORD_OVERHEAD
+from producers.leader.leader import Leader
+from producers.leader.log import read_partition
+from producers.decide.rules.common import Change
+from producers.decide.sizes import PRODUCER_MAX_MESSAGE_BYTES, RECORD_OVERHEAD
 from tests.fixtures.kafka import TopicSet
 from tests.leader.conftest import log_of
 from tests.leader.history import check_history

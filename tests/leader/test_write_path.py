@@ -10,11 +10,11 @@ import pytest
 from events.commands import AlterTable, Reload
 from events.intents import EpochAssigned, StableEpochAdvanced, TableCreated
 from events.values import Column
-from producers.client import MetadataClient
+from producers.client.client import MetadataClient
 from producers.errors import NotLeader, VersionConflict
-from producers.leader import Leader
-from projector.apply import replay
-from projector.image import Image
+from producers.leader.leader import Leader
+from projector.fold.apply import replay
+from projector.fold.image import Image
 from tests.fixtures.kafka import TopicSet
 from tests.leader.conftest import log_of
 from tests.leader.history import check_history

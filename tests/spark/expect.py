@@ -13,8 +13,8 @@ from events.values import (
     TableNameValue,
     TableRouteValue,
 )
-from projector.image import Image
-from projector.labels import region_label_rows
+from projector.fold.image import Image
+from events.labels import region_label_rows
 from streaming.read import read_rows
 
 Key = tuple[str, str]
@@ -71,7 +71,7 @@ def region_labels(root: str) -> dict[str, list[tuple[str, str, str, str]]]:
 
 
 def expected_region_labels(images: Iterable[Image]) -> dict[str, list[tuple[str, str, str, str]]]:
-    """What `projector.labels.region_label_rows` renders for each catalog's published rules."""
+    """What `events.labels.region_label_rows` renders for each catalog's published rules."""
     out = {}
     for image in images:
         rows = region_label_rows(image.published.label_rules())

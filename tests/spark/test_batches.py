@@ -17,7 +17,7 @@ from events.event import Event
 from events.intents import EpochAssigned, Intent, StableEpochAdvanced
 from events.values import KeyRange, Label, LabelRuleValue, PartitionDef, TableInfoValue
 from projector.errors import EpochOutOfOrder
-from projector.labels import region_label_rows, table_rule_ranges
+from events.labels import region_label_rows, table_rule_ranges
 from streaming import sink
 from streaming.projection import KAFKA_SCHEMA, BatchProjector, ProjectionConfig, ensure_tables
 from streaming.read import read_rows

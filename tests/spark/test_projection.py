@@ -10,8 +10,8 @@ from pyspark.sql import SparkSession
 
 from bench.workload import Workload, encoded, produce
 from events.schema_store import MAGIC
-from projector.apply import replay
-from projector.image import Image
+from projector.fold.apply import replay
+from projector.fold.image import Image
 from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_rows
 from tests.fixtures.kafka import TopicSet

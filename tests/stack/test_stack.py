@@ -20,7 +20,7 @@ from metalog import stack
 from metalog.cli import main
 from metalog.errors import StackError
 from metalog.stack_config import StackConfig
-from metalog.topics import (
+from projector.kafka.topics import (
     create_topics,
     describe_topic_config,
     list_topics,

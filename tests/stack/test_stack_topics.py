@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 import pytest
 
-from metalog.topics import DAY_MS, describe_topic_config, list_topics
+from projector.kafka.topics import DAY_MS, describe_topic_config, list_topics
 from tests.fixtures.kafka import KafkaService, TopicSet
 
 

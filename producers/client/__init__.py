@@ -1,0 +1,1 @@
+"""The service side: `MetadataClient` and the channels it sends commands through."""

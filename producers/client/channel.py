@@ -1,0 +1,188 @@
+"""The wire under a `MetadataClient`: commands out to the leader, replies back by key."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Protocol
+
+from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
+
+from events import commands as c
+from events.codec import decode_reply, encode_command
+from events.errors import DecodeError
+from events.replies import Committed, Rejected
+from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
+from producers.errors import LeaderUnavailable
+from producers.kafka.errors import kafka_error
+from producers.kafka.routing import Layout, read_layout
+from producers.leader.waiter import Waiter
+from projector.kafka.clients import KAFKA_LOG, next_batch, watermarks
+
+_REPLIES_PER_READ = 500
+"""At most this many replies are taken from the topic per read."""
+
+
+class Channel(Protocol):
+    """What a `MetadataClient` sends its commands through."""
+
+    @property
+    def reply_to(self) -> str | None:
+        """The reply address commands carry (None: the reply comes back in-process)."""
+
+    def layout(self) -> Layout:
+        """The topics' layout."""
+
+    def request(self, command: c.Command, timeout: float) -> Committed | Rejected | None:
+        """Send `command` and wait for its reply; None when its outcome is unknown."""
+
+    def close(self) -> None:
+        """Release what the channel holds."""
+
+
+class CommandChannel:
+    """Sends commands to their catalog's partition and hands each reply to its caller.
+
+    Connects on first use, within the call's timeout (`timeout` for `layout`);
+    one reader thread reads this client's replies (`metalog.replies`, keyed by
+    `client_id`) and wakes the calls waiting for them. Safe to share between
+    threads. Kafka's errors are raised as metalog's (`producers.kafka.errors`).
+    """
+
+    def __init__(
+        self, bootstrap: str, topics: Topics, client_id: str, timeout: float = 10.0
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.topics = topics
+        self.client_id = client_id
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._waiting: dict[str, list[Waiter[Committed | Rejected]]] = {}
+        self._producer: Producer | None = None
+        self._layout: Layout | None = None
+        self._reader: threading.Thread | None = None
+        self._closed = threading.Event()
+
+    @property
+    def reply_to(self) -> str:
+        """Replies come back on the replies topic under this client's id."""
+        return self.client_id
+
+    def layout(self) -> Layout:
+        """The topics' layout (connecting first if needed, within `timeout` seconds).
+
+        Raises:
+            LeaderUnavailable: The cluster cannot be reached or lacks the topics.
+        """
+        return self._connected(self.timeout)
+
+    def request(self, command: c.Command, timeout: float) -> Committed | Rejected | None:
+        """Send `command` and wait for its reply; None when none came in `timeout` seconds.
+
+        Connecting counts against `timeout`.
+
+        Raises:
+            LeaderUnavailable: The command could not be sent (nothing was sent).
+            TooLarge: The command is over Kafka's record size limit (nothing was sent).
+        """
+        deadline = time.monotonic() + timeout
+        layout = self._connected(timeout)
+        assert self._producer is not None
+        value = encode_command(command)
+        waiter: Waiter[Committed | Rejected] = Waiter()
+        with self._lock:
+            self._waiting.setdefault(command.command_id, []).append(waiter)
+        try:
+            try:
+                self._producer.produce(
+                    self.topics.commands,
+                    value=value,
+                    key=command.catalog.encode(),
+                    partition=layout.catalog_partition(command.catalog),
+                    headers=[
+                        (COMMAND_ID_HEADER, command.command_id.encode()),
+                        (REPLY_TO_HEADER, self.client_id.encode()),
+                    ],
+                )  # delivery reports are served by the reader thread, not per call
+            except KafkaException as exc:
+                what = f"{command.type} `{command.command_id}` ({len(value):,} bytes)"
+                raise kafka_error(exc, self.bootstrap, what) from exc
+            return waiter.wait(deadline - time.monotonic())
+        finally:
+            with self._lock:
+                waiters = self._waiting.get(command.command_id, [])
+                waiters.remove(waiter)
+                if not waiters:
+                    self._waiting.pop(command.command_id, None)
+
+    def close(self) -> None:
+        """Stop the reply reader and flush the producer."""
+        self._closed.set()
+        if self._reader is not None:
+            self._reader.join(timeout=5.0)
+        if self._producer is not None:
+            self._producer.flush(5.0)
+
+    def _connected(self, timeout: float) -> Layout:
+        if self._producer is None:  # connected: no lock (`_connect` sets the layout first)
+            self._connect(timeout)
+        assert self._layout is not None
+        return self._layout
+
+    def _connect(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            if self._producer is not None:
+                return
+            if self._closed.is_set():
+                raise LeaderUnavailable("this MetadataClient is closed: create a new one")
+            layout = read_layout(self.bootstrap, self.topics, timeout)
+            # linger.ms=2: threads sharing a client send their commands in one request;
+            # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
+            producer = Producer(
+                {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
+                 "linger.ms": 2, "logger": KAFKA_LOG}
+            )  # fmt: skip
+            consumer = Consumer(
+                {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
+                 "enable.auto.commit": False, "isolation.level": "read_committed",
+                 "logger": KAFKA_LOG}
+            )  # fmt: skip
+            tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
+            try:
+                _, high = watermarks(consumer, tp, max(deadline - time.monotonic(), 0.001))
+            except KafkaException as exc:
+                consumer.close()
+                raise kafka_error(exc, self.bootstrap) from exc
+            consumer.assign(
+                [TopicPartition(tp.topic, tp.partition, high if high >= 0 else OFFSET_END)]
+            )
+            self._reader = threading.Thread(
+                target=self._read_replies, args=(consumer,), name="metalog-replies", daemon=True
+            )
+            self._reader.start()
+            self._layout, self._producer = layout, producer
+
+    def _read_replies(self, consumer: Consumer) -> None:
+        key = self.client_id.encode()
+        try:
+            while not self._closed.is_set():
+                if self._producer is not None:
+                    self._producer.poll(0)  # serve delivery reports: calls don't flush
+                # A transaction's replies arrive together: one read takes them all.
+                for message in next_batch(consumer, _REPLIES_PER_READ, 0.05):
+                    if message.error() is None and message.key() == key:
+                        self._answer(message.value() or b"")
+        finally:
+            consumer.close()
+
+    def _answer(self, value: bytes) -> None:
+        try:
+            reply = decode_reply(value)
+        except DecodeError:
+            return  # not ours to judge: the leader wrote it, the DLQ is for consumers
+        with self._lock:
+            waiters = list(self._waiting.get(reply.command_id, ()))
+        for waiter in waiters:
+            waiter.set(reply)
+

@@ -1,0 +1,1 @@
+"""The leader's pure core: `decide(image, command, stamp)` and its rules."""

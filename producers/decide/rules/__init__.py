@@ -1,0 +1,1 @@
+"""The decide rules, one module per area; `producers.decide.core` dispatches to them."""

@@ -1,0 +1,1 @@
+"""The leader runtime: owns partitions, decides, commits one transaction per batch."""

@@ -1,0 +1,99 @@
+"""Reading a catalog's committed log back from the events topic."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from events.codec import decode_event
+from events.errors import DecodeError
+from events.event import Event
+from events.topics import COMMANDS_OFFSET_HEADER
+from projector.follower.feed import DeadLetter
+from projector.kafka.clients import watermarks
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class PartitionLog:
+    """One events partition read back: its events, and the commands position they record.
+
+    `commands_offset` is the next commands offset to serve after the last
+    transaction that wrote events (None when no event records one).
+    `unreadable` holds the records that are not events (garbage, truncated, an
+    unknown schema), for the DLQ: they take no resource_version, so the next
+    event of their catalog must still follow its predecessor densely.
+    """
+
+    events: list[Event] = field(default_factory=list)
+    commands_offset: int | None = None
+    unreadable: list[DeadLetter] = field(default_factory=list)
+
+
+def read_events(bootstrap: str, topic: str, partition: int) -> list[Event]:
+    """Every committed event of one events partition, in log order, up to its current end."""
+    return read_partition(bootstrap, topic, partition).events
+
+
+def read_partition(bootstrap: str, topic: str, partition: int) -> PartitionLog:
+    """Every committed event of one events partition and the commands position it records.
+
+    A record that does not decode is not an event: it is kept in `unreadable`
+    (with the reason) and skipped, as a follower skips it.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"metalog-reader-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    read = PartitionLog()
+    try:
+        low, high = watermarks(consumer, TopicPartition(topic, partition))
+        if high <= low:
+            return read
+        consumer.assign([TopicPartition(topic, partition, low)])
+        while True:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    return read
+                raise KafkaException(error)
+            raw = message.value() or b""
+            try:
+                read.events.append(decode_event(raw))
+            except DecodeError as exc:
+                offset = message.offset() or 0
+                log.warning("%s/%d offset %d is not an event: %s", topic, partition, offset,
+                            exc.reason)  # fmt: skip
+                read.unreadable.append(DeadLetter(partition, offset, raw, exc.reason))
+                continue
+            position = _commands_offset(message)
+            if position is not None:
+                read.commands_offset = max(position, read.commands_offset or 0)
+    finally:
+        consumer.close()
+
+
+def _commands_offset(message: Message) -> int | None:
+    headers = message.headers()
+    if not headers:
+        return None
+    pairs = headers.items() if isinstance(headers, dict) else headers
+    for key, value in pairs:
+        if key == COMMANDS_OFFSET_HEADER and value is not None:
+            try:
+                return int(value)
+            except ValueError:  # not written by a leader: it holds no position
+                return None
+    return None

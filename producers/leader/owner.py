@@ -1,0 +1,398 @@
+"""One owned partition: a transactional producer, the catalogs' state, one txn per batch."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+
+from events.replies import Reply
+from events.topics import Topics
+from producers.leader.answers import Answers
+from producers.leader.committer import Batch, GroupCommitter, Input
+from producers.errors import CommandRejected, Fenced, RecordRefused, TransactionFailed
+from producers.leader.ids import random_uuid
+from producers.leader.isolation import refusal, serve_alone
+from producers.leader.local import LocalCatalog, Stamp
+from producers.leader.log import read_partition
+from producers.decide.sizes import DEFAULT_RECORD_LIMIT
+
+__all__ = ["Input", "LeaderOptions", "PartitionOwner", "crash_point", "stamp_now"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderOptions:
+    """Tuning of a leader."""
+
+    batch_size: int = 200
+    max_command_bytes: int = 1 << 20
+    transaction_timeout_ms: int = 10_000
+    commit_timeout_s: float = 10.0
+    session_timeout_ms: int = 10_000
+
+
+TRANSACTIONAL_SETTINGS: dict[str, str | int | bool] = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 1,
+    "partitioner": "murmur2_random",
+    # After a commit the coordinator still writes its markers, and the next batch's
+    # AddPartitionsToTxn is answered CONCURRENT_TRANSACTIONS: librdkafka retries after
+    # retry.backoff.ms (default 100, doubling; the Java client waits 20 ms, KAFKA-5477).
+    # 2 ms: see BENCHMARKS.md, "Leader".
+    "retry.backoff.ms": 2,
+}
+"""The leader's transactional producer settings (besides its id and timeout)."""
+
+
+def stamp_now() -> Stamp:
+    """A fresh event id and the wall-clock time: the leader is where time is read."""
+    return Stamp(event_id=random_uuid(), occurred_at=datetime.now(UTC))
+
+
+_CRASH_AT = os.environ.get("METALOG_CRASH_AT")
+"""Read once: `crash_point` runs per record, and the tests set it before the process starts."""
+
+
+def crash_point(name: str) -> None:
+    """Die at once (SIGKILL) when `METALOG_CRASH_AT` names this point: fault-injection tests."""
+    if name == _CRASH_AT:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class PartitionOwner:
+    """The leader of every catalog on one partition of the commands topic.
+
+    Opening fences the previous owner (`init_transactions` with
+    `transactional.id = {prefix}-leader-{partition}`, `metalog-leader-{partition}`
+    by default), rebuilds each catalog from the events partition
+    (read_committed; a record that is not an event goes to the DLQ) and
+    appends `LeaderElected`.
+
+    Each batch of commands is decided, and its events, replies, DLQ records and
+    the consumed commands position go out in ONE transaction. The position
+    rides on the batch's last event (header `metalog.commands_offset`), so it
+    commits with the events it caused without a second coordinator round trip;
+    a batch that writes no event commits it to the consumer group
+    (`send_offsets_to_transaction`). Serving resumes after the larger of the two.
+
+    Deciding and committing overlap (`producers.leader.committer`): while one
+    transaction commits, the commands decided meanwhile (on top of its
+    uncommitted state) wait to form the next; a failed commit drops them too,
+    and the owner rebuilds from the log (no new `LeaderElected`: the leader
+    did not change) and re-reads from `position`. When a record was refused for
+    good (`RecordRefused`), the commands of the failed commits are then served
+    one per transaction (`producers.leader.isolation`): the one whose record is
+    refused again is refused with a typed reply and consumed.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topics: Topics,
+        partition: int,
+        leader_id: str,
+        options: LeaderOptions,
+        stamps: Callable[[], Stamp] = stamp_now,
+        group_offset: Callable[[], int | None] = lambda: None,
+        limit: int = DEFAULT_RECORD_LIMIT,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.topics = topics
+        self.partition = partition
+        self.leader_id = leader_id
+        self.options = options
+        self.stamps = stamps
+        self.answers = Answers(topics, partition, limit)
+        self.catalogs: dict[str, LocalCatalog] = {}
+        self._group_offset = group_offset
+        self._producer: Producer | None = None
+        self._committer = GroupCommitter(
+            f"metalog-commit-{partition}", self._transact, options.batch_size
+        )
+        self._handed: int | None = None
+        """The next commands offset after the last batch handed to the committer."""
+        self.alone_until: int | None = None
+        """While set, the commands before this offset are served one per transaction."""
+        self._dead_lettered = 0
+        """The events offsets below this were sent to the DLQ by this owner already."""
+
+    @property
+    def position(self) -> int | None:
+        """The next commands offset to serve: everything before it is committed."""
+        return self._committer.position
+
+    # -- ownership ----------------------------------------------------------
+
+    def open(self) -> None:
+        """Fence the previous owner, rebuild state and position from the log, announce."""
+        self._producer = self._new_producer()
+        batch, dead_through = self._rebuild()
+        for catalog in self.catalogs.values():
+            catalog.elect(self.leader_id)
+            self._drain(batch, catalog)
+        self._commit_rebuilt(batch)
+        self._dead_lettered = dead_through
+
+    def close(self) -> None:
+        """Commit what was decided, then drop the producer."""
+        self._committer.close()
+        if self._producer is not None:
+            self._producer.flush(1.0)
+            self._producer = None
+
+    def _rebuild(self) -> tuple[Batch, int]:
+        """Read the events partition back into the catalogs and the position.
+
+        Returns:
+            A batch of DLQ copies of the records that are not events (those this
+            owner has not dead-lettered yet), and the offset after the last one.
+        """
+        read = read_partition(self.bootstrap, self.topics.events, self.partition)
+        self.catalogs = {}
+        for event in read.events:
+            catalog = self.catalogs.get(event.catalog)
+            if catalog is None:
+                catalog = self.catalogs[event.catalog] = self._catalog(event.catalog)
+            catalog.restore(event)
+        known = (read.commands_offset, self._group_offset(), self.position)
+        self._committer.position = max((p for p in known if p is not None), default=None)
+        batch = Batch()
+        dead_through = self._dead_lettered
+        for letter in read.unreadable:
+            if letter.offset >= self._dead_lettered:
+                self.answers.dead_letter(batch, letter, self.topics.events)
+                dead_through = letter.offset + 1
+        return batch, dead_through
+
+    def recover(self) -> None:
+        """Go back to the committed state after a failed commit: a new producer, the log.
+
+        Nothing is announced: the catalogs keep the `leader_epoch` this owner's
+        `LeaderElected` gave them when it opened.
+
+        Raises:
+            TransactionFailed: the cluster cannot be reached; the next `check` tries again.
+        """
+        self._producer = None
+        producer = self._new_producer()
+        try:
+            batch, dead_through = self._rebuild()
+        except KafkaException as exc:
+            raise TransactionFailed(
+                f"partition {self.partition}: rebuilding from the log: {exc}"
+            ) from exc
+        self._producer = producer
+        try:
+            self._commit_rebuilt(batch)
+        except TransactionFailed:
+            self._producer = None  # a producer whose commit failed is not used again
+            raise
+        self._dead_lettered = dead_through
+
+    def _commit_rebuilt(self, batch: Batch) -> None:
+        """Commit what opening or a rebuild writes; DLQ copies the broker refuses are left out."""
+        if not batch.records:
+            return
+        try:
+            self._transact(batch, group=None)
+        except RecordRefused as exc:
+            log.error("partition %d: the DLQ copies of unreadable events are refused (%s): "
+                      "they stay in the events topic only", self.partition, exc)  # fmt: skip
+            self._producer = self._new_producer()
+            events = [r for r in batch.records if r[0] == self.topics.events]
+            if events:
+                self._transact(Batch(records=events, last_event=len(events) - 1), group=None)
+
+    def _new_producer(self) -> Producer:
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "transactional.id": f"{self.topics.prefix}-leader-{self.partition}",
+                "transaction.timeout.ms": self.options.transaction_timeout_ms,
+                **TRANSACTIONAL_SETTINGS,
+            }
+        )
+        try:
+            producer.init_transactions(self.options.commit_timeout_s)
+        except KafkaException as exc:
+            raise TransactionFailed(
+                f"partition {self.partition}: init_transactions: {exc}"
+            ) from exc
+        return producer
+
+    # -- serving ------------------------------------------------------------
+
+    def serve(
+        self, inputs: Sequence[Input], consumed: int | None = None, group: object | None = None
+    ) -> None:
+        """Decide every input and queue them for the next transaction.
+
+        Args:
+            inputs: the commands, in order.
+            consumed: the next commands offset after `inputs` (None for in-process ones).
+            group: the consumer group metadata, for a transaction that writes no event.
+
+        In-process callers are answered from the commit thread once their
+        transaction is committed (or told it failed).
+
+        Raises:
+            Fenced: another owner took the partition; this one must step down.
+            TransactionFailed: a commit failed: state was rebuilt from the log,
+                everything decided after it (`inputs` too) was dropped, and the
+                caller must re-read the commands from `position`.
+        """
+        self.check()
+        if self.alone_until is not None:
+            inputs = serve_alone(self, inputs, group)
+            if not inputs:
+                return
+        batch = Batch(consumed)
+        for item in inputs:
+            self.decide(batch, item)
+        if consumed is not None:
+            self._handed = consumed
+        if not self._committer.add(batch, group):
+            self.check()
+
+    def check(self) -> None:
+        """Raise (as `serve` does) if a commit failed since the last call.
+
+        Never waits for a commit; after a failure it rebuilds from the log.
+        """
+        failure = self._committer.take_failure()
+        if failure is not None:
+            self._producer = None
+            if isinstance(failure, Fenced):
+                raise failure
+            if isinstance(failure, RecordRefused) and self._handed is not None:
+                # Every command handed since the last commit was dropped: serve them alone.
+                self.alone_until = max(self._handed, self.alone_until or 0)
+        if self._producer is None:
+            self.recover()
+        if failure is not None:
+            raise failure
+
+    def abandon(self, failure: TransactionFailed) -> None:
+        """Drop what was decided and not committed; the next `check` rebuilds from the log.
+
+        For a batch that failed half-decided: its catalogs may hold events that
+        will never be written.
+        """
+        self._committer.abandon(failure)
+
+    def decide(self, batch: Batch, item: Input) -> None:
+        """Decide one input into `batch`: its events, its reply or its DLQ record.
+
+        Never raises for one command: anything unexpected refuses that command
+        with `InternalError`.
+        """
+        command = item.command
+        if command is None:
+            self.answers.poison(batch, item)
+            return
+        catalog = self.catalogs.get(command.catalog)
+        try:
+            if catalog is None:
+                catalog = self._catalog(command.catalog)
+                catalog.elect(self.leader_id)
+                self.catalogs[command.catalog] = catalog
+            reply: Reply = catalog.submit(command)
+        except CommandRejected as rejection:
+            reply = self.answers.rejected(command, rejection)
+        except Exception as exc:  # a failure serving one command refuses it, not the leader
+            reply = self.answers.unexpected(command, exc)
+        if catalog is not None:
+            self._drain(batch, catalog)
+        self.answers.reply(batch, item, command.reply_to, reply)
+
+    def refuse(self, batch: Batch, item: Input, refused: RecordRefused) -> None:
+        """Answer an input whose record was refused for good (`Answers.refused`)."""
+        self.answers.refused(batch, item, refused)
+
+    def _catalog(self, name: str) -> LocalCatalog:
+        # The log lives in Kafka: keep only the image and the dedupe window in memory.
+        return LocalCatalog(name, self.stamps, keep_log=False, limit=self.answers.limit)
+
+    def _drain(self, batch: Batch, catalog: LocalCatalog) -> None:
+        for sealed in catalog.take_new_records():
+            batch.last_event = len(batch.records)
+            batch.records.append((self.topics.events, sealed.event.catalog.encode(),
+                                  sealed.record, []))  # fmt: skip
+
+    # -- the commit thread ----------------------------------------------------
+
+    def transact(self, batch: Batch, group: object) -> None:
+        """Commit one batch in one transaction now, in the calling thread (`serve_alone`).
+
+        Raises:
+            As `_transact`; after a failure the next `check` rebuilds from the log.
+        """
+        if not batch.records and batch.consumed is None:
+            batch.answer()
+            return
+        batch.mark_position()
+        try:
+            self._transact(batch, group)
+        except TransactionFailed:
+            self._producer = None
+            raise
+        if batch.consumed is not None:
+            self._committer.position = batch.consumed
+
+    def _transact(self, batch: Batch, group: object) -> None:
+        """Commit one batch in one transaction (the commit thread, or `open`).
+
+        Raises:
+            Fenced: a newer owner took the partition.
+            RecordRefused: the producer or the broker refused a record for good.
+            TransactionFailed: the commit failed otherwise (it may work again).
+        """
+        producer = self._producer
+        if producer is None:
+            raise TransactionFailed(f"partition {self.partition}: no producer (rebuilding)")
+        timeout = self.options.commit_timeout_s
+        try:
+            producer.begin_transaction()
+            for topic, key, value, headers in batch.records:
+                partition = self.partition if topic == self.topics.events else -1
+                producer.produce(topic, value=value, key=key, partition=partition, headers=headers)
+                crash_point("after_produce")
+            if batch.consumed is not None and batch.last_event < 0:
+                position = TopicPartition(self.topics.commands, self.partition, batch.consumed)
+                producer.send_offsets_to_transaction([position], group, timeout)
+            crash_point("before_commit")
+            producer.commit_transaction(timeout)
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if _is_fenced(error):
+                raise Fenced(self.partition) from exc
+            _abort_quietly(producer, timeout)
+            message = f"partition {self.partition}: {error}"
+            raise refusal(error, message) or TransactionFailed(message) from exc
+        except BufferError as exc:  # the producer's queue is full: no record is at fault
+            _abort_quietly(producer, timeout)
+            raise TransactionFailed(f"partition {self.partition}: {exc}") from exc
+        crash_point("after_commit")
+
+
+def _is_fenced(error: KafkaError) -> bool:
+    return error.code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    ) or (error.fatal() and "fenced" in str(error).lower())
+
+
+def _abort_quietly(producer: Producer, timeout: float) -> None:
+    try:
+        producer.abort_transaction(timeout)
+    except KafkaException as exc:
+        log.warning("abort after a failed commit also failed (%s); dropping the producer", exc)

@@ -1,1 +1,0 @@
-"""The decide rules, one module per area; `producers.decide` dispatches to them."""

@@ -1,0 +1,347 @@
+"""The fold: `apply(image, event) -> Image`, one handler per intent type.
+
+Change intents share one path: re-check the requirements against `head`,
+check the table versions, apply the mutations, then gate publication. Control
+intents have a handler each; `EpochAssigned` re-checks the publication-order
+rule (`Image.blocker`) and raises `EpochOutOfOrder` rather than apply out of
+order. Every failure raises (see `projector.errors`); nothing is skipped
+except an exact re-delivery of an applied resource version.
+"""
+
+from collections.abc import Hashable, Iterable, Iterator
+from enum import Enum
+from functools import singledispatch
+from itertools import chain
+from typing import Any, TypeVar
+
+from immutables import Map
+
+from events.changes import KeyAtVersion, Requirement, ValueEquals
+from events.event import Event
+from events.intents import (
+    CHANGE_INTENTS,
+    EpochAssigned,
+    LeaderElected,
+    LeaderResigned,
+    PublishModeSet,
+    Reloaded,
+    StableEpochAdvanced,
+)
+from events.values import TableInfoValue
+from projector.errors import Divergence, EpochOutOfOrder, SequenceGap, StaleLeader
+from projector.fold.image import Image, PendingChange
+from projector.fold.view import View
+
+Changes = dict[str, Any]
+"""The image fields a handler changes; `apply` adds resource_version and last_hash."""
+
+_K = TypeVar("_K", bound=Hashable)
+
+
+class Delivery(Enum):
+    """Where an event sits relative to an image's resource_version."""
+
+    NEXT = "next"
+    """The next event: apply it."""
+    DUPLICATE = "duplicate"
+    """Already applied (a redelivery): `apply` returns the image unchanged."""
+    GAP = "gap"
+    """Events are missing before it: `apply` raises `SequenceGap`."""
+
+
+def classify(image: Image, event: Event) -> Delivery:
+    """How `apply` will treat `event` by its resource_version, without applying it."""
+    expected = image.resource_version + 1
+    if event.resource_version == expected:
+        return Delivery.NEXT
+    return Delivery.DUPLICATE if event.resource_version < expected else Delivery.GAP
+
+
+def apply(image: Image, event: Event) -> Image:
+    """Apply one event of the catalog's log.
+
+    Args:
+        image: The state after resource_version `image.resource_version`.
+        event: The next event.
+
+    Returns:
+        The new image; `image` itself when the event is a duplicate.
+
+    Raises:
+        SequenceGap: The event's resource_version skips ahead.
+        StaleLeader: The event's leader_epoch is older than the image's.
+        Divergence: The event does not fit the image (requirement, version,
+            epoch, chain or catalog mismatch); `EpochOutOfOrder` when it
+            breaks the publication-order rule.
+    """
+    delivery = classify(image, event)
+    if delivery is Delivery.DUPLICATE:
+        return image
+    at = event.resource_version
+    if delivery is Delivery.GAP:
+        raise SequenceGap(image.resource_version + 1, at)
+    if event.catalog != image.catalog:
+        raise Divergence(at, f"belongs to catalog `{event.catalog}`, not `{image.catalog}`")
+    if event.leader_epoch < image.leader_epoch:
+        raise StaleLeader(at, event.leader_epoch, image.leader_epoch)
+    if event.leader_epoch > image.leader_epoch and not isinstance(event.intent, LeaderElected):
+        raise Divergence(
+            at,
+            f"leader_epoch {event.leader_epoch} was never elected (the image is at "
+            f"{image.leader_epoch}): a LeaderElected event is missing",
+        )
+    if event.prev_hash != image.last_hash:
+        raise Divergence(at, "prev_hash is not the previous event's hash: the chain is broken")
+    changes = _fold(event.intent, image, event)
+    changes["resource_version"] = at
+    changes["last_hash"] = event.hash
+    return _evolve(image, changes)
+
+
+def replay(image: Image, events: Iterable[Event]) -> Image:
+    """Apply events in order; the same errors as `apply`."""
+    for event in events:
+        image = apply(image, event)
+    return image
+
+
+@singledispatch
+def _fold(intent: object, image: Image, event: Event) -> Changes:
+    raise Divergence(
+        event.resource_version,
+        f"intent {type(intent).__name__} has no handler: upgrade this follower",
+    )
+
+
+def _apply_change(intent: object, image: Image, event: Event) -> Changes:
+    at = event.resource_version
+    head = image.head
+    for requirement in event.requirements:
+        if not head.holds(requirement):
+            raise Divergence(
+                at,
+                f"requirement {describe(requirement)} does not hold: this image differs "
+                "from the leader's; rebuild it from a trusted snapshot and the log",
+            )
+    for table in event.tables:
+        current = image.version_of(table.table_id)
+        if table.version != current + 1:
+            raise Divergence(
+                at,
+                f"table {table.table_id} goes to version {table.version} but is at "
+                f"{current}: a change of it is missing or was applied twice",
+            )
+    expected_epoch = image.stable_epoch + 1 if image.publish_mode == "auto" else 0
+    if event.schema_epoch != expected_epoch:
+        raise Divergence(
+            at,
+            f"schema_epoch {event.schema_epoch} in {image.publish_mode} mode: expected "
+            f"{expected_epoch}",
+        )
+    head = head.mutated(event.mutations)
+    changes: Changes = dict(
+        head=head,
+        max_id=max(image.max_id, _highest_id(event)),
+        retired_versions=_retired(image, head, event),
+    )
+    if image.publish_mode == "auto":
+        return changes | dict(published=head, stable_epoch=event.schema_epoch)
+    change = PendingChange(event)
+    return changes | dict(
+        pending=image.pending.set(at, change),
+        pending_by_table=_appended(image.pending_by_table, change.table_ids, at),
+        pending_by_key=_appended(image.pending_by_key, change.keys, at),
+    )
+
+
+def _retired(image: Image, head: View, event: Event) -> Map[int, int]:
+    """`retired_versions` after the event (`head` is the head after it).
+
+    A table id that an exchange made a partition keeps its last version; once
+    an exchange makes it a table again, its info holds the version.
+    """
+    retired = image.retired_versions
+    for table in event.tables:
+        table_id = table.table_id
+        if table_id in retired:
+            if head.version_of(table_id):
+                retired = retired.delete(table_id)
+        elif head.version_of(table_id) == 0 and any(
+            table_id in _partition_ids(info) for info in _infos(event)
+        ):
+            retired = retired.set(table_id, table.version)
+    return retired
+
+
+def _appended(
+    index: Map[_K, tuple[int, ...]], entries: Iterable[_K], at: int
+) -> Map[_K, tuple[int, ...]]:
+    """The index with resource version `at` appended under each entry."""
+    out = index.mutate()
+    for entry in entries:
+        out[entry] = (*out.get(entry, ()), at)
+    return out.finish()
+
+
+for _kind in CHANGE_INTENTS:
+    _fold.register(_kind, _apply_change)
+
+
+@_fold.register
+def _leader_elected(intent: LeaderElected, image: Image, event: Event) -> Changes:
+    if event.leader_epoch <= image.leader_epoch:
+        raise StaleLeader(event.resource_version, event.leader_epoch, image.leader_epoch)
+    return dict(leader_epoch=event.leader_epoch)
+
+
+@_fold.register
+def _leader_resigned(intent: LeaderResigned, image: Image, event: Event) -> Changes:
+    # A handover note for the audit: the next LeaderElected raises the epoch.
+    return {}
+
+
+@_fold.register
+def _reloaded(intent: Reloaded, image: Image, event: Event) -> Changes:
+    return {}
+
+
+@_fold.register
+def _publish_mode_set(intent: PublishModeSet, image: Image, event: Event) -> Changes:
+    if intent.mode == "auto":
+        if image.pending:
+            raise Divergence(
+                event.resource_version,
+                f"switches to auto mode with {len(image.pending)} changes pending",
+            )
+        # Nothing is pending, so head is everything published: share it again.
+        return dict(publish_mode="auto", published=image.head)
+    return dict(publish_mode="explicit")
+
+
+@_fold.register
+def _epoch_assigned(intent: EpochAssigned, image: Image, event: Event) -> Changes:
+    at, epoch, table = event.resource_version, intent.epoch, intent.table_id
+    if image.publish_mode != "explicit":
+        raise Divergence(at, "assigns an epoch in auto mode, where nothing is pending")
+    unassigned = [c.resource_version for c in image.pending_changes(table) if c.epoch == 0]
+    listed = list(intent.resource_versions)
+    if not listed or listed != sorted(set(listed)) or not set(listed) <= set(unassigned):
+        raise Divergence(
+            at,
+            f"assigns epoch {epoch} to resource versions {listed} but table {table}'s "
+            f"unassigned pending changes are {unassigned}",
+        )
+    last = image.table_epochs.get(table, 0)
+    if epoch <= image.stable_epoch or epoch < last:
+        raise Divergence(
+            at,
+            f"epoch {epoch} for table {table} must be above the stable epoch "
+            f"{image.stable_epoch} and at or above the table's last epoch {last}",
+        )
+    assigning = set(listed)
+    for rv in listed:
+        found = image.blocker(image.pending[rv], epoch, assigning)
+        if found is not None:
+            earlier, shared = found
+            raise EpochOutOfOrder(
+                at,
+                f"gives epoch {epoch} to the change at resource_version {rv} while the "
+                f"earlier change at {earlier.resource_version} (same {shared}) has "
+                + (f"epoch {earlier.epoch}" if earlier.epoch else "no epoch")
+                + ": followers would see them out of order",
+            )
+    pending = image.pending.mutate()
+    for rv in listed:
+        pending[rv] = PendingChange(image.pending[rv].event, epoch)
+    return dict(pending=pending.finish(), table_epochs=image.table_epochs.set(table, epoch))
+
+
+@_fold.register
+def _stable_epoch_advanced(intent: StableEpochAdvanced, image: Image, event: Event) -> Changes:
+    epoch = intent.epoch
+    if epoch <= image.stable_epoch:
+        raise Divergence(
+            event.resource_version,
+            f"stable epoch {epoch} is not above the current {image.stable_epoch}",
+        )
+    if image.publish_mode == "auto":
+        return dict(stable_epoch=epoch)
+    ready = sorted(
+        (c for c in image.pending.values() if 0 < c.epoch <= epoch),
+        key=lambda c: (c.epoch, c.resource_version),
+    )
+    if not ready:
+        return dict(stable_epoch=epoch)
+    # One new view for the whole batch: changes of one epoch appear together.
+    published = image.published.mutated(chain.from_iterable(c.event.mutations for c in ready))
+    pending = image.pending.mutate()
+    for change in ready:
+        del pending[change.resource_version]
+    released = {c.resource_version for c in ready}
+    return dict(
+        published=published,
+        stable_epoch=epoch,
+        pending=pending.finish(),
+        pending_by_table=_removed(
+            image.pending_by_table, (t for c in ready for t in c.table_ids), released
+        ),
+        pending_by_key=_removed(image.pending_by_key, (k for c in ready for k in c.keys), released),
+    )
+
+
+def _removed(
+    index: Map[_K, tuple[int, ...]], entries: Iterable[_K], released: set[int]
+) -> Map[_K, tuple[int, ...]]:
+    """The index without the released resource versions under `entries`; empty entries go."""
+    out = index.mutate()
+    for entry in set(entries):
+        left = tuple(rv for rv in out[entry] if rv not in released)
+        if left:
+            out[entry] = left
+        else:
+            del out[entry]
+    return out.finish()
+
+
+def _evolve(image: Image, changes: Changes) -> Image:
+    """`dataclasses.replace` without its per-call introspection (once per event).
+
+    `Image` keeps a `__dict__` (no slots) for this: two C-level dict updates
+    instead of a frozen `__init__` setting thirteen fields one by one.
+    """
+    new = object.__new__(Image)
+    new.__dict__.update(image.__dict__)
+    new.__dict__.update(changes)
+    return new
+
+
+def describe(requirement: Requirement) -> str:
+    """A requirement in words, for messages."""
+    if isinstance(requirement, KeyAtVersion):
+        return f"{requirement.type}({requirement.key} @ version {requirement.version})"
+    if isinstance(requirement, ValueEquals):
+        return f"{requirement.type}({requirement.key} == the caller's snapshot)"
+    return f"{requirement.type}({requirement.key})"
+
+
+def _infos(event: Event) -> Iterator[TableInfoValue]:
+    """The table infos the event PUTs."""
+    for mutation in event.mutations:
+        if type(mutation.value) is TableInfoValue:
+            yield mutation.value
+
+
+def _partition_ids(info: TableInfoValue) -> tuple[int, ...]:
+    return tuple(p.partition_id for p in info.partitions)
+
+
+def _highest_id(event: Event) -> int:
+    """The highest table or partition id the event's PUT infos hold (0 if none)."""
+    highest = 0
+    for mutation in event.mutations:
+        value = mutation.value
+        if type(value) is TableInfoValue:
+            highest = max(highest, value.table_id)
+            if value.partitions:
+                highest = max(highest, *(p.partition_id for p in value.partitions))
+    return highest

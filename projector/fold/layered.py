@@ -1,0 +1,177 @@
+"""A view's keys and packed values: an optional cold layer under a HAMT of the changes since.
+
+A follower that starts from a snapshot keeps the snapshot's values in their
+columns (`projector.snapshot.cold.ColdValues`, built on read); every PUT and DELETE
+since goes to `changes`, an `immutables.Map`, so a new map still shares all
+but O(log n) nodes with the previous one. A DELETE of a cold key leaves a
+tombstone (`GONE`) in `changes`; a DELETE of a key only `changes` held
+removes it. A replay from the empty log has no cold layer: `changes` is
+everything, as before.
+
+It reads as a `Mapping[str, Packed]`, and equality is by keys and values,
+whatever the layers (a loaded-then-changed map equals the map a full replay
+builds). Views apply their mutations to `changes` themselves (`delete` for
+a DELETE), as they did to the one HAMT before: the fold's hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from typing import Final
+
+from immutables import Map, MapMutation
+
+from projector.snapshot.cold import ColdValues
+from projector.fold.packing import Packed
+
+
+class Gone:
+    """The tombstone type: a cold key deleted since the snapshot."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "GONE"
+
+
+GONE: Final = Gone()
+_MISSING: Final = object()
+
+Change = Packed | Gone
+
+
+class LayeredValues(Mapping[str, Packed]):
+    """Key → packed value: `changes` over `cold`; see the module docstring.
+
+    Args:
+        cold: The snapshot's values, or None (a view built by replay).
+        changes: The PUTs (packed values) and cold DELETEs (`GONE`) since;
+            `GONE` only for keys `cold` holds, and only if there is one.
+    """
+
+    __slots__ = ("_size", "changes", "cold")
+
+    def __init__(
+        self, cold: ColdValues | None = None, changes: Map[str, Change] | None = None
+    ) -> None:
+        self.cold = cold
+        self.changes: Map[str, Change] = Map() if changes is None else changes
+        self._size: int | None = None
+
+    def get(self, key: str, default: Packed | None = None) -> Packed | None:  # type: ignore[override]
+        """The packed value under `key` (built from its columns if it is cold), or `default`."""
+        found = self.changes.get(key, _MISSING)
+        if found is _MISSING:
+            cold = self.cold
+            if cold is None:
+                return default
+            value = cold.get(key)
+            return default if value is None else value
+        return default if found is GONE else found  # type: ignore[return-value]
+
+    def __getitem__(self, key: str) -> Packed:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        found = self.changes.get(key, _MISSING)
+        if found is _MISSING:
+            return self.cold is not None and key in self.cold
+        return found is not GONE
+
+    def __len__(self) -> int:
+        size = self._size
+        if size is None:  # counted once per map: a replayed one is its changes
+            cold = self.cold
+            if cold is None:
+                size = len(self.changes)
+            else:
+                size = len(cold)
+                for key, value in self.changes.items():
+                    if value is GONE:
+                        size -= 1
+                    elif key not in cold:
+                        size += 1
+            self._size = size
+        return size
+
+    def __iter__(self) -> Iterator[str]:
+        changes = self.changes
+        for key, value in changes.items():
+            if value is not GONE:
+                yield key
+        if self.cold is not None:
+            for key in self.cold:
+                if key not in changes:
+                    yield key
+
+    def items(self) -> ItemsView[str, Packed]:
+        """Every key and value; cold values are built a row group at a time (a full scan)."""
+        return _Items(self)
+
+    def values(self) -> ValuesView[Packed]:
+        """Every value (a full scan, as `items`)."""
+        return _Values(self)
+
+    def changed_items(self) -> Iterator[tuple[str, Packed]]:
+        """The keys PUT since the snapshot and their values (every key, without one)."""
+        for key, value in self.changes.items():
+            if value is not GONE:
+                yield key, value  # type: ignore[misc]
+
+    def _items(self) -> Iterator[tuple[str, Packed]]:
+        changes = self.changes
+        yield from self.changed_items()
+        if self.cold is not None:
+            for key, packed in self.cold.items():
+                if key not in changes:
+                    yield key, packed
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LayeredValues):
+            return NotImplemented
+        if self is other or (self.cold is other.cold and self.changes is other.changes):
+            return True
+        if len(self) != len(other):
+            return False
+        if self.cold is None and other.cold is None:
+            return self.changes == other.changes
+        if self.cold is other.cold:  # equal outside the changes: compare only those keys
+            keys = set(self.changes.keys()) | set(other.changes.keys())
+            return all(self.get(key) == other.get(key) for key in keys)
+        # Scan the side with a cold layer (built a row group at a time), probe the other.
+        scan, probe = (other, self) if self.cold is None else (self, other)
+        return all(probe.get(key) == value for key, value in scan._items())
+
+    def __hash__(self) -> int:
+        return hash(len(self))
+
+    def __repr__(self) -> str:
+        cold = 0 if self.cold is None else len(self.cold)
+        return f"LayeredValues({len(self)} keys: {cold} cold, {len(self.changes)} changes)"
+
+
+def delete(changes: MapMutation[str, Change], cold: ColdValues | None, key: str) -> None:
+    """Delete `key` in a mutation of `changes` over `cold`: a tombstone if `cold` holds it."""
+    if cold is not None and key in cold:
+        changes[key] = GONE
+    else:
+        changes.pop(key, None)
+
+
+class _Items(ItemsView[str, Packed]):
+    _mapping: LayeredValues
+
+    def __iter__(self) -> Iterator[tuple[str, Packed]]:
+        return self._mapping._items()
+
+
+class _Values(ValuesView[Packed]):
+    _mapping: LayeredValues
+
+    def __iter__(self) -> Iterator[Packed]:
+        return (value for _, value in self._mapping._items())

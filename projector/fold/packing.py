@@ -1,0 +1,219 @@
+"""Compact in-memory forms of the key values, so an image of 100k+ tables stays small.
+
+A pydantic value costs a `__dict__` and a fields-set per instance (~500 bytes
+for a two-field model), which would put a table's five keys near 8 KB. The
+image stores instead:
+
+- `TableInfoValue` as a model whose column tuple, catalog and schema name are
+  shared with equal ones already seen (tables repeat column definitions), and
+  whose fields-set is one shared set;
+- names, routes and datanode tables as slotted tuples of ints;
+- label rules as they are (there are few).
+
+`unpack(pack(v)) == v` for every value; accessors unpack on read.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from events.values import (
+    Column,
+    DatanodeTableValue,
+    KeyValue,
+    LabelRuleValue,
+    RegionRoute,
+    TableInfoValue,
+    TableNameValue,
+    TableRouteValue,
+)
+
+_POOL_LIMIT = 200_000
+"""Entries kept for sharing; past it the pool starts over (only sharing is lost)."""
+
+_pool: dict[object, object] = {}
+
+_T = TypeVar("_T")
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _shared(value: _T) -> _T:
+    """An equal object seen before, or `value` itself; a cache, never a semantic."""
+    found = _pool.get(value)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    if len(_pool) >= _POOL_LIMIT:
+        _pool.clear()
+    _pool[value] = value
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class PackedName:
+    """`TableNameValue` without the model."""
+
+    table_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PackedRoute:
+    """`TableRouteValue`: one `(region_id, leader_datanode, followers)` per region."""
+
+    table_id: int
+    routes: tuple[tuple[int, int, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PackedDatanodeTable:
+    """`DatanodeTableValue` without the model."""
+
+    datanode_id: int
+    table_id: int
+    regions: tuple[int, ...]
+    version: int
+
+
+Packed = TableInfoValue | LabelRuleValue | PackedName | PackedRoute | PackedDatanodeTable
+"""What the image stores under a key."""
+
+# One fields-set object for every packed info: the model is frozen, so
+# pydantic never writes to it (model_copy copies it first).
+_INFO_FIELDS_SET = set(TableInfoValue.model_fields)
+
+
+def _same_columns(value: TableInfoValue, previous: TableInfoValue) -> bool:
+    """Equal columns and catalog; compares the plain field dicts, not the models."""
+    new, old = value.columns, previous.columns
+    return (
+        len(new) == len(old)
+        and value.catalog == previous.catalog
+        and list(map(vars, new)) == list(map(vars, old))
+    )
+
+
+def _info(fields: dict[str, object]) -> TableInfoValue:
+    """`TableInfoValue.model_construct` without its per-field loop (the hot path of apply).
+
+    The fields come from a validated model (or a snapshot whose structure was
+    checked once), so nothing needs defaults or checks.
+    """
+    return built(TableInfoValue, fields, _INFO_FIELDS_SET)
+
+
+_set = object.__setattr__
+_FIELDS_SETS: dict[type[BaseModel], set[str]] = {}
+
+
+def built(model: type[_M], fields: dict[str, Any], fields_set: set[str] | None = None) -> _M:
+    """A frozen model holding `fields` (every field, in field order), without validation.
+
+    What `model_construct` does minus its per-field loop: exactly the four
+    slots pydantic sets. Only for fields known to be well-formed (a
+    validated model's, or a checked bulk load's).
+    """
+    if fields_set is None:
+        fields_set = _FIELDS_SETS.get(model)
+        if fields_set is None:
+            fields_set = _FIELDS_SETS[model] = set(model.model_fields)
+    instance = model.__new__(model)
+    _set(instance, "__dict__", fields)
+    _set(instance, "__pydantic_fields_set__", fields_set)
+    _set(instance, "__pydantic_extra__", None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
+
+
+def packed_infos(rows: Iterable[dict[str, object]]) -> list[TableInfoValue]:
+    """Packed infos from dicts of every `TableInfoValue` field, in field order, already shared.
+
+    For bulk loads (`projector.snapshot.columns`) whose values are known to be
+    well-formed: no validation, no copy of the dicts.
+    """
+    new = TableInfoValue.__new__
+    fields_set = _INFO_FIELDS_SET
+    out = []
+    for fields in rows:
+        info = new(TableInfoValue)
+        _set(info, "__dict__", fields)
+        _set(info, "__pydantic_fields_set__", fields_set)
+        _set(info, "__pydantic_extra__", None)
+        _set(info, "__pydantic_private__", None)
+        out.append(info)
+    return out
+
+
+def shared_column(column: Column) -> Column:
+    """The pooled column equal to `column` (what `pack` stores), so later PUTs share it."""
+    return _column(column)
+
+
+def _column(column: Column) -> Column:
+    """An equal column seen before, keyed by a plain tuple (hashes in C, unlike the model)."""
+    key = (column.name, column.data_type, column.nullable, column.default_value)
+    found = _pool.get(key)
+    if found is None:
+        if len(_pool) >= _POOL_LIMIT:
+            _pool.clear()
+        _pool[key] = found = column
+    return found  # type: ignore[return-value]
+
+
+def pack(value: KeyValue, previous: Packed | None = None) -> Packed:
+    """The compact form of a value, sharing what equal values already hold.
+
+    Args:
+        value: The value a mutation PUTs.
+        previous: What the key held before, if anything: most info PUTs
+            (alter options, rename, a version bump) keep the columns, and
+            comparing against the old ones is cheaper than interning anew.
+    """
+    if isinstance(value, TableInfoValue):
+        fields = vars(value).copy()
+        if isinstance(previous, TableInfoValue) and _same_columns(value, previous):
+            fields["columns"] = previous.columns
+            fields["catalog"] = previous.catalog
+            fields["schema_name"] = _shared(value.schema_name)
+        else:
+            fields["catalog"] = _shared(value.catalog)
+            fields["schema_name"] = _shared(value.schema_name)
+            # The tuple itself is per table: column sets rarely repeat whole,
+            # and a pool key for it would cost more than the tuple.
+            fields["columns"] = tuple(map(_column, value.columns))
+        fields["primary_key"] = _shared(value.primary_key)
+        return _info(fields)
+    if isinstance(value, TableNameValue):
+        return PackedName(value.table_id)
+    if isinstance(value, TableRouteValue):
+        return PackedRoute(
+            value.table_id,
+            tuple(
+                (r.region_id, r.leader_datanode, r.follower_datanodes) for r in value.region_routes
+            ),
+        )
+    if isinstance(value, DatanodeTableValue):
+        return PackedDatanodeTable(value.datanode_id, value.table_id, value.regions, value.version)
+    return value
+
+
+def unpack(packed: Packed) -> KeyValue:
+    """The value a packed form stands for."""
+    if isinstance(packed, PackedName):
+        return TableNameValue(table_id=packed.table_id)
+    if isinstance(packed, PackedRoute):
+        return TableRouteValue(
+            table_id=packed.table_id,
+            region_routes=tuple(
+                RegionRoute(region_id=r, leader_datanode=leader, follower_datanodes=followers)
+                for r, leader, followers in packed.routes
+            ),
+        )
+    if isinstance(packed, PackedDatanodeTable):
+        return DatanodeTableValue(
+            datanode_id=packed.datanode_id,
+            table_id=packed.table_id,
+            regions=packed.regions,
+            version=packed.version,
+        )
+    return packed

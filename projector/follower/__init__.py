@@ -1,0 +1,1 @@
+"""The follower runtime: tails the events topic, publishes images, serves watches."""

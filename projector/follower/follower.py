@@ -1,0 +1,377 @@
+"""The follower: tails the events topic and publishes an immutable image per poll batch.
+
+Services and datanodes embed one. It assigns the partition of each catalog it
+follows (read_committed, no consumer group), applies the catalog's events in
+resource_version order (`projector.follower.feed`), and after each batch swaps in the
+new images; readers get an `Image` that never changes under them (Kafka
+KRaft's MetadataImage). Optional snapshots let it start without replaying
+the whole log.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from events.errors import MetalogError
+from events.topics import Topics
+from projector.errors import FollowerError, FollowerStopped, WaitTimeout
+from projector.follower.feed import CatalogFeed, FeedStats
+from projector.fold.image import Image
+from projector.snapshot.store import Position, load_newest, write_snapshot
+from projector.snapshot.schedule import SnapshotSchedule
+from projector.follower.tail import Tail
+from projector.follower.watch import (
+    History,
+    RegionCallback,
+    Watch,
+    WatchEvent,
+    datanode_loop,
+    deliver_changes,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Lag:
+    """How far a catalog's image is behind.
+
+    Attributes:
+        events: High watermark minus the next offset to read (transaction
+            markers count too, so an idle, caught-up follower may show 1).
+        seconds: Now minus `occurred_at` of the last applied event (None before one).
+    """
+
+    events: int
+    seconds: float | None
+
+
+class Follower:
+    """Follows catalogs on the events topic; see the module docstring.
+
+    Args:
+        bootstrap: `host:port` of the Kafka cluster (contacted only by `start`).
+        catalogs: The catalog or catalogs to follow.
+        topics: The topic names (prefix).
+        snapshot_dir: Where snapshots are read from and written to; None for none.
+        snapshot_every: Applied events between automatic snapshots (0: never).
+        history_limit: Changes each catalog keeps for watches resuming from the past.
+        max_batch: Records applied per poll batch (one image is published per batch).
+        freeze_gc: After each published image, move every object the process holds
+            to the garbage collector's permanent generation (`gc.freeze()`), so
+            collections never rescan the image. Without it a full collection
+            over a 10,000-table image paused the process for ≈ 280 ms (the
+            propagation p99 at 1,000 events/s, BENCHMARKS.md). It affects the
+            whole process: objects alive at a freeze are then freed by reference
+            counting only, never by the cycle collector. For dedicated follower
+            processes (the `metalog` follower commands set it) and latency-bound
+            services; a full replay with it takes 0.4 of the time (BENCHMARKS.md).
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        catalogs: str | Sequence[str],
+        *,
+        topics: Topics | None = None,
+        snapshot_dir: Path | str | None = None,
+        snapshot_every: int = 0,
+        history_limit: int = 100_000,
+        max_batch: int = 1000,
+        freeze_gc: bool = False,
+    ) -> None:
+        names = (catalogs,) if isinstance(catalogs, str) else tuple(catalogs)
+        if not names:
+            raise FollowerError("a follower needs at least one catalog to follow")
+        self.bootstrap = bootstrap
+        self.catalogs = names
+        self.topics = topics or Topics()
+        self.snapshot_dir = None if snapshot_dir is None else Path(snapshot_dir)
+        self.snapshot_every = snapshot_every
+        self.history_limit = history_limit
+        self.max_batch = max_batch
+        self.freeze_gc = freeze_gc
+        self._feeds: dict[str, CatalogFeed] = {}
+        self._starts: dict[str, int] = {}
+        self._published: dict[str, tuple[Image, int]] = {}
+        self._tail: Tail | None = None
+        self._connected = False
+        self._published_end: dict[int, int] = {}
+        self._changed = threading.Condition()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+        self._schedule = SnapshotSchedule(
+            snapshot_every if snapshot_dir is not None else 0, self.snapshot
+        )
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> Self:
+        """Load snapshots (local disk) and start following in a background thread."""
+        self._load()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="metalog-follower", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop following; the last images stay readable."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._schedule.join(timeout)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def failure(self) -> BaseException | None:
+        """What stopped the follower (a `DivergedAt`, a Kafka error), or None."""
+        return self._failure
+
+    @property
+    def connected(self) -> bool:
+        """Whether the follower found its partitions on the cluster and reads them."""
+        return self._connected
+
+    # -- reading -------------------------------------------------------------
+
+    def current(self, catalog: str | None = None) -> Image:
+        """The newest published image of a catalog (the only one when `catalog` is None)."""
+        name = self._name(catalog)
+        self._load()
+        with self._changed:
+            return self._published[name][0]
+
+    @property
+    def stable_epoch(self) -> int:
+        """The stable epoch of the (only) catalog's current image."""
+        return self.current().stable_epoch
+
+    def wait_for(
+        self, resource_version: int, timeout: float = 10.0, catalog: str | None = None
+    ) -> Image:
+        """The first published image at or past `resource_version`.
+
+        Raises:
+            WaitTimeout: It did not arrive within `timeout` seconds.
+            DivergedAt: The follower stopped on a divergence.
+            FollowerStopped: The follower stopped on another error.
+        """
+        name = self._name(catalog)
+        if self._thread is None:
+            raise FollowerError("the follower is not running: call start() first")
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                image = self._published[name][0]
+                if image.resource_version >= resource_version:
+                    return image
+                self._raise_failure()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise WaitTimeout(name, resource_version, image.resource_version, timeout)
+                self._changed.wait(left)
+
+    def next_image(
+        self, after: Image | None, timeout: float, catalog: str | None = None
+    ) -> Image | None:
+        """The published image once it is not `after` (None on timeout)."""
+        name = self._name(catalog)
+        self._load()
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._published[name][0] is not after or self._failure is not None,
+                timeout,
+            )
+            image = self._published[name][0]
+            if image is after:
+                self._raise_failure()
+                return None
+            return image
+
+    def wait_caught_up(self, timeout: float = 30.0) -> bool:
+        """Wait until the published images hold everything committed before this call.
+
+        The target is each partition's high watermark now; the follower is
+        there once it has read to the partition's end (an EOF at or past the
+        target) and published. False on timeout or failure, and when it did
+        not connect within `timeout` (it has no partitions to be caught up on).
+        """
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._connected or self._failure is not None,
+                timeout,
+            )
+        tail = self._tail
+        if tail is None or not self._connected or self._failure is not None:
+            return False
+        targets = tail.high_watermarks()
+        with self._changed:
+            return (
+                self._changed.wait_for(
+                    lambda: (
+                        self._failure is not None
+                        or all(self._published_end.get(p, -1) >= h for p, h in targets.items())
+                    ),
+                    max(0.0, deadline - time.monotonic()),
+                )
+                and self._failure is None
+            )
+
+    def lag(self, catalog: str | None = None) -> Lag:
+        """Events and seconds the catalog's image is behind its partition."""
+        feed = self._feeds[self._name(catalog)]
+        tail = self._tail
+        high = tail.high.get(feed.partition, 0) if tail else 0
+        behind = max(0, high - tail.next.get(feed.partition, 0)) if tail else 0
+        at = feed.last_occurred_at
+        return Lag(behind, None if at is None else (datetime.now(UTC) - at).total_seconds())
+
+    def stats(self, catalog: str | None = None) -> FeedStats:
+        """A copy of the catalog's counters (applied, duplicates, gaps, held, DLQ)."""
+        return replace(self._feeds[self._name(catalog)].stats)
+
+    # -- watching ------------------------------------------------------------
+
+    def watch(
+        self,
+        callback: Callable[[WatchEvent], object],
+        from_resource_version: int | None = None,
+        key_prefix: str | None = None,
+        catalog: str | None = None,
+    ) -> Watch:
+        """Deliver every published change after `from_resource_version` (None: from now).
+
+        Changes arrive in order, once, on the watch's own thread, then live.
+        To list then watch: `image = current()`, then watch from
+        `image.resource_version`.
+
+        Raises:
+            ResourceVersionTooOld: The follower no longer holds changes that old: re-list.
+        """
+        name = self._name(catalog)
+        self._load()
+        history = self._feeds[name].history
+        index = history.start(from_resource_version)
+        loop = deliver_changes(history, index, callback, key_prefix)
+        return Watch(f"metalog-watch-{name}", loop)
+
+    def watch_datanode(
+        self,
+        datanode_id: int,
+        open_region: RegionCallback,
+        close_region: RegionCallback,
+        catalog: str | None = None,
+    ) -> Watch:
+        """Call back when regions are assigned to or taken from a datanode (CeresDB's loop).
+
+        At start every region the datanode holds is opened; then each newly
+        published image is diffed against the previous one.
+        """
+        name = self._name(catalog)
+        self._load()
+        loop = datanode_loop(
+            lambda seen: self.next_image(seen, 0.2, name), datanode_id, open_region, close_region
+        )
+        return Watch(f"metalog-datanode-{datanode_id}", loop)
+
+    # -- snapshots -----------------------------------------------------------
+
+    def snapshot(self, catalog: str | None = None) -> Path:
+        """Write a snapshot of the catalog's current image now.
+
+        Raises:
+            FollowerError: No snapshot directory was configured.
+        """
+        name = self._name(catalog)
+        if self.snapshot_dir is None:
+            raise FollowerError("no snapshot_dir: pass one to Follower(...) to take snapshots")
+        with self._changed:
+            image, offset = self._published[name]
+        position = Position(self.topics.events, self._feeds[name].partition, offset)
+        return write_snapshot(self.snapshot_dir, image, position)
+
+    # -- the loop ------------------------------------------------------------
+
+    def _name(self, catalog: str | None) -> str:
+        if catalog is None:
+            if len(self.catalogs) != 1:
+                raise FollowerError(f"this follower follows {self.catalogs}: name the catalog")
+            return self.catalogs[0]
+        if catalog not in self.catalogs:
+            raise FollowerError(f"catalog `{catalog}` is not followed here ({self.catalogs})")
+        return catalog
+
+    def _load(self) -> None:
+        with self._changed:
+            for name in self.catalogs:
+                if name in self._feeds:
+                    continue
+                found = None if self.snapshot_dir is None else load_newest(self.snapshot_dir, name)
+                image, start = Image.empty(name), -1
+                if found is not None and found[1].topic == self.topics.events:
+                    image, start = found[0], found[1].next_offset
+                    log.info("catalog %s: from snapshot at %d", name, image.resource_version)
+                history = History(image.resource_version, self.history_limit)
+                self._feeds[name] = CatalogFeed(image, -1, history)
+                self._starts[name] = start
+                self._published[name] = (image, max(start, 0))
+
+    def _run(self) -> None:
+        tail: Tail | None = None
+        try:
+            tail = self._tail = Tail(self.bootstrap, self.topics, self._feeds, self._starts)
+            if not tail.connect(self._stop.is_set):
+                return
+            with self._changed:
+                self._connected = True
+                self._changed.notify_all()
+            while not self._stop.is_set():
+                if tail.step(self.max_batch):
+                    self._publish()
+                    self._schedule.check(self._feeds)
+        except BaseException as exc:
+            self._failure = exc
+            log.error("follower stopped: %s", exc)
+        finally:
+            self._publish()
+            if tail is not None:
+                tail.close()
+
+    def _publish(self) -> None:
+        with self._changed:
+            for name, feed in self._feeds.items():
+                feed.flush()
+                offset = self._tail.next.get(feed.partition, 0) if self._tail else 0
+                held = feed.held_offset()
+                self._published[name] = (feed.image, offset if held is None else held)
+            if self._tail is not None:
+                self._published_end = dict(self._tail.end)
+            self._changed.notify_all()
+        if self.freeze_gc:
+            gc.freeze()
+
+    def _raise_failure(self) -> None:
+        failure = self._failure
+        if failure is None:
+            return
+        if isinstance(failure, MetalogError):
+            raise failure
+        raise FollowerStopped(f"the follower stopped: {failure}") from failure

@@ -1,0 +1,130 @@
+"""The follower's read loop over Kafka: assign, poll a batch, decode, route to the feeds."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message
+from confluent_kafka import TopicPartition as KafkaPartition
+
+from events.codec import decode_event
+from events.errors import DecodeError
+from events.topics import Topics, partition_for
+from projector.follower.feed import CatalogFeed, DeadLetter
+from projector.kafka.clients import (
+    DeadLetters,
+    high_watermarks,
+    new_consumer,
+    next_batch,
+    partition_count,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Tail:
+    """Reads the partitions of some catalogs and offers each record to its catalog's feed.
+
+    Args:
+        bootstrap: `host:port` of the Kafka cluster.
+        topics: The topic names.
+        feeds: Catalog name → feed; `connect` sets each feed's partition.
+        starts: Catalog name → first offset to read (-1: the beginning).
+    """
+
+    def __init__(
+        self, bootstrap: str, topics: Topics, feeds: dict[str, CatalogFeed], starts: dict[str, int]
+    ) -> None:
+        self.topics = topics
+        self.feeds = feeds
+        self.next: dict[int, int] = {}
+        self.high: dict[int, int] = {}
+        self.end: dict[int, int] = {}
+        """Partition → the offset at which its committed end was last reached."""
+        self._starts = starts
+        self._bootstrap = bootstrap
+        self._consumer = new_consumer(bootstrap)
+        self._letters = DeadLetters(bootstrap, topics.dlq, topics.events)
+
+    def connect(self, stopped: Callable[[], bool] = lambda: False) -> bool:
+        """Find the catalogs' partitions and assign them at their start offsets.
+
+        Returns:
+            True once assigned; False when `stopped()` turned true first.
+
+        Raises:
+            KafkaException: The cluster or the events topic cannot be reached.
+        """
+        count = partition_count(self._consumer, self.topics.events, stopped=stopped)
+        if count is None:
+            return False
+        starts: dict[int, int] = {}
+        for name, feed in self.feeds.items():
+            feed.partition = partition_for(name, count)
+            start = self._starts[name]
+            offset = OFFSET_BEGINNING if start < 0 else start
+            earlier = starts.get(feed.partition)
+            starts[feed.partition] = offset if earlier is None else min(earlier, offset)
+            self.next.setdefault(feed.partition, max(start, 0))
+        assigned = [KafkaPartition(self.topics.events, p, o) for p, o in starts.items()]
+        self._consumer.assign(assigned)
+        return True
+
+    def step(self, max_batch: int, timeout: float = 0.1) -> bool:
+        """Read and offer one batch (up to `max_batch` records); False when nothing came.
+
+        Raises:
+            DivergedAt: A feed met an event that does not fit its image.
+            KafkaException: A fatal consumer error.
+        """
+        messages = next_batch(self._consumer, max_batch, timeout)
+        for message in messages:
+            self._handle(message)
+        for partition in self.next:
+            tp = KafkaPartition(self.topics.events, partition)
+            _, high = self._consumer.get_watermark_offsets(tp, cached=True)
+            if high >= 0:
+                self.high[partition] = high
+        return bool(messages)
+
+    def high_watermarks(self) -> dict[int, int]:
+        """Each followed partition's high watermark, asked of the broker now.
+
+        A consumer of its own: the tail's consumer blocks other threads while it polls.
+        """
+        return high_watermarks(self._bootstrap, self.topics.events, tuple(self.next))
+
+    def close(self) -> None:
+        """Close the consumer and the DLQ producer."""
+        self._consumer.close()
+        self._letters.close()
+
+    def _handle(self, message: Message) -> None:
+        error = message.error()
+        if error is not None:
+            if error.fatal():
+                raise KafkaException(error)
+            if error.code() == KafkaError._PARTITION_EOF:
+                self.end[message.partition() or 0] = message.offset() or 0
+            else:
+                log.warning("events topic: %s", error)
+            return
+        partition, offset = message.partition() or 0, message.offset() or 0
+        self.next[partition] = offset + 1
+        key = message.key()
+        name = key.decode(errors="replace") if key else None
+        feed = self.feeds.get(name) if name is not None else None
+        if feed is None and name is not None:
+            return  # another catalog's record
+        raw = message.value() or b""
+        try:
+            event = decode_event(raw)
+        except DecodeError as exc:
+            if feed is not None:
+                feed.stats.dead_lettered += 1
+            self._letters.send([DeadLetter(partition, offset, raw, exc.reason)], key)
+            return
+        feed = feed or self.feeds.get(event.catalog)
+        if feed is not None:
+            self._letters.send(feed.offer(event, offset, raw), key)

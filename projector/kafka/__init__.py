@@ -1,0 +1,1 @@
+"""Kafka plumbing both sides share: consumers, watermarks, partition counts, the DLQ."""

@@ -1,0 +1,196 @@
+"""Kafka plumbing: a read_committed consumer, watermarks, partition counts, the DLQ.
+
+The follower's, and the leader's and clients' where they need the same: the
+leader writes its DLQ records (unreadable commands, unreadable events met in a
+rebuild) with `dead_letter_record`, inside its transactions.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
+from confluent_kafka import TopicPartition as KafkaPartition
+
+from events.topics import REASON_HEADER, SOURCE_HEADER
+from projector.follower.feed import DeadLetter
+
+log = logging.getLogger(__name__)
+
+KAFKA_LOG = logging.getLogger("metalog.kafka")
+"""librdkafka's own log (connection failures, retries): metalog's clients hand it to Python
+logging instead of writing to stderr, so the application (and the CLI) decides what is shown."""
+
+
+def new_consumer(bootstrap: str) -> Consumer:
+    """A consumer that reads committed records only and never commits offsets (it assigns)."""
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "logger": KAFKA_LOG,
+            "group.id": f"metalog-follower-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 50,
+            # EOF events tell the follower where a partition's committed end is.
+            "enable.partition.eof": True,
+        }
+    )
+
+
+def next_batch(consumer: Consumer, size: int, wait: float) -> list[Message]:
+    """Wait up to `wait` seconds for one message, then take what else is already there.
+
+    `consume(n, timeout)` alone waits for n messages or the whole timeout, which
+    would add its timeout to every lone message's latency.
+    """
+    first = consumer.poll(wait)
+    if first is None:
+        return []
+    return [first, *consumer.consume(size - 1, timeout=0)]
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: tuple[int, ...]) -> dict[int, int]:
+    """The high watermark of each partition, from a short-lived consumer."""
+    consumer = new_consumer(bootstrap)
+    try:
+        return {p: watermarks(consumer, KafkaPartition(topic, p))[1] for p in partitions}
+    finally:
+        consumer.close()
+
+
+def watermarks(consumer: Consumer, tp: KafkaPartition, timeout: float = 15.0) -> tuple[int, int]:
+    """The low and high offsets of a partition, waiting out a topic that is still being created.
+
+    Right after topic creation a broker may answer "not leader" for a moment:
+    that is retried, anything else is raised at once. (librdkafka does not mark
+    the error it raises here retriable, so the codes are named.)
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+            return int(low), int(high)
+        except KafkaException as exc:
+            error = exc.args[0]
+            transient = error.retriable() or error.code() in _NOT_READY_YET
+            if not transient or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+_NOT_READY_YET = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+    }
+)
+
+
+def partition_count(
+    consumer: Consumer,
+    topic: str,
+    timeout: float = 15.0,
+    stopped: Callable[[], bool] = lambda: False,
+) -> int | None:
+    """The number of partitions of `topic`, waiting out a topic still being created.
+
+    The cluster is asked in short rounds, so a caller that is told to stop
+    (`stopped()` turns true) gets None within one round rather than `timeout`.
+
+    Raises:
+        KafkaException: The cluster did not answer, or the topic did not show
+            up, within `timeout`.
+    """
+    deadline = time.monotonic() + timeout
+    while not stopped():
+        left = deadline - time.monotonic()
+        try:
+            metadata = consumer.list_topics(topic, timeout=max(min(left, _ROUND_S), 0.001))
+        except KafkaException as exc:
+            if exc.args[0].code() not in _NOT_ANSWERED or left <= 0:
+                raise
+            continue
+        found = metadata.topics.get(topic)
+        if found is not None and found.error is None and found.partitions:
+            return len(found.partitions)
+        if left <= 0:
+            raise KafkaException(
+                f"topic `{topic}` does not exist: run `metalog up` or create the topics first"
+            )
+        time.sleep(0.2)
+    return None
+
+
+_ROUND_S = 0.5
+"""How long one metadata request of `partition_count` may wait for the cluster."""
+
+_NOT_ANSWERED = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
+"""What a metadata request ends with when no broker answered within its round."""
+
+
+DeadLetterHeaders = list[tuple[str, str | bytes | None]]
+
+
+def dead_letter_record(
+    letter: DeadLetter, source_topic: str, limit: int | None = None
+) -> tuple[bytes, DeadLetterHeaders]:
+    """The value and headers of a DLQ record: the original bytes, why, and where they were.
+
+    Args:
+        letter: The record and why it is dead-lettered.
+        source_topic: The topic it was read from (with `letter`'s partition and offset,
+            the `metalog.source` header).
+        limit: The most bytes the copy may take; a larger record is not copied (its
+            source still holds it) and the reason says so.
+    """
+    value, reason = letter.raw, letter.reason
+    if limit is not None and len(value) > limit:
+        reason += (
+            f" (its {len(value):,} bytes are not copied here, over the limit of {limit:,}: "
+            "read them at the source)"
+        )
+        value = b""
+    source = f"{source_topic}/{letter.partition}/{letter.offset}"
+    return value, [(REASON_HEADER, reason.encode()), (SOURCE_HEADER, source.encode())]
+
+
+class DeadLetters:
+    """A lazily created idempotent producer to the DLQ topic."""
+
+    def __init__(self, bootstrap: str, topic: str, source_topic: str) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.source_topic = source_topic
+        self._producer: Producer | None = None
+
+    def send(self, letters: list[DeadLetter], key: bytes | None) -> None:
+        """Produce the records with their reasons and wait for the broker's ack."""
+        if not letters:
+            return
+        if self._producer is None:
+            self._producer = Producer(
+                {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
+                 "logger": KAFKA_LOG}
+            )  # fmt: skip
+        for letter in letters:
+            log.warning(
+                "dead-lettering %s/%d offset %d: %s",
+                self.source_topic, letter.partition, letter.offset, letter.reason,
+            )  # fmt: skip
+            value, headers = dead_letter_record(letter, self.source_topic)
+            self._producer.produce(self.topic, key=key, value=value, headers=headers)
+        self._producer.flush(10.0)
+
+    def close(self) -> None:
+        """Flush and drop the producer."""
+        if self._producer is not None:
+            self._producer.flush(5.0)
+            self._producer = None

@@ -1,0 +1,1 @@
+"""Snapshot files: Parquet columns of an image, written and loaded (pyarrow)."""
