@@ -18,12 +18,17 @@ from typing import Any
 from fastavro import schemaless_reader, schemaless_writer
 
 from events.changes import KeyAtVersion, Mutation, MutationOp
-from events.codec import decode_event, decode_event_dict, encode_event, encode_event_dict, to_avro_dict
+from events.codec import (
+    codec,
+    decode_event,
+    decode_event_dict,
+    encode_event,
+    encode_event_dict,
+    to_avro_dict,
+)
 from events.event import Event
-from events.values import TableVersion
-from events.codec import codec
 from events.intents import TableAltered
-from events.values import Column, TableInfoValue, TableNameValue
+from events.values import Column, TableInfoValue, TableNameValue, TableVersion
 
 
 def realistic_event() -> Event:

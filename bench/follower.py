@@ -56,10 +56,10 @@ from events.codec import decode_event, encode_event
 from events.topics import Topics
 from metalog import stack
 from metalog.stack_config import StackConfig
-from projector.kafka.topics import create_metalog_topics
-from projector.follower.follower import Follower
 from projector.fold.image import Image
+from projector.follower.follower import Follower
 from projector.kafka.clients import new_consumer, next_batch
+from projector.kafka.topics import create_metalog_topics
 
 
 def _producer(bootstrap: str) -> Producer:

@@ -56,12 +56,12 @@ from events.topics import Topics
 from events.values import Column
 from metalog import stack
 from metalog.stack_config import StackConfig
-from projector.kafka.topics import create_topics
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
+from producers.kafka.routing import read_layout
 from producers.leader.leader import Leader
 from producers.leader.log import read_events
-from producers.kafka.routing import read_layout
+from projector.kafka.topics import create_topics
 
 KAFKA_PORTS = (19692, 19792, 19992)
 ETCD_PORTS = (23790, 23890, 23990)

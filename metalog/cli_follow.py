@@ -20,10 +20,10 @@ from metalog.cli_args import positive_float
 from metalog.stack_config import StackConfig
 from producers.kafka.errors import kafka_error
 from projector.errors import FollowerError, FollowerStopped, SnapshotError
-from projector.follower.follower import Follower
 from projector.fold.image import Image
-from projector.snapshot.store import list_snapshots, verify_snapshot
+from projector.follower.follower import Follower
 from projector.follower.watch import WatchEvent
+from projector.snapshot.store import list_snapshots, verify_snapshot
 
 DEFAULT_SNAPSHOTS = ".metalog/snapshots"
 

@@ -15,12 +15,12 @@ from events.topics import Topics
 from events.values import Column, TableRouteValue
 from producers.client.channel import Channel, CommandChannel
 from producers.client.embedded import LeaderChannel
+from producers.decide.rules import validate
 from producers.errors import CommandOutcomeUnknown, rejection_from_reply
-from producers.leader.ids import random_uuid
 from producers.kafka.errors import kafka_error
+from producers.leader.ids import random_uuid
 from producers.leader.leader import Leader
 from producers.leader.log import read_events
-from producers.decide.rules import validate
 from projector.fold.apply import replay
 from projector.fold.export import export
 from projector.fold.image import Image

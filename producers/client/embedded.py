@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from events import commands as c
 from events.replies import Committed, Rejected
-from producers.leader.leader import Leader
 from producers.kafka.routing import Layout
+from producers.leader.leader import Leader
 
 
 class LeaderChannel:

@@ -17,9 +17,9 @@ SQL reserved words (`SELECT`, `TABLE`…) are not reserved: the attributes sit
 inside a quoted literal, so the SQL parser never sees them as tokens.
 """
 
+from events.labels import format_attributes
 from events.values import Label
 from producers.errors import InvalidAttributes
-from events.labels import format_attributes
 
 __all__ = ["format_attributes", "parse_attributes"]
 

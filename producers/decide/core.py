@@ -45,6 +45,18 @@ from events.commands import (
 from events.event import Event
 from events.intents import LeaderElected
 from events.replies import Rejected
+from producers.decide.rules import (
+    attributes,
+    partitions,
+    publication,
+    regions,
+    tables,
+    truncate,
+    validate,
+)
+from producers.decide.rules.common import Change, Decision
+from producers.decide.sizes import DEFAULT_RECORD_LIMIT, clip
+from producers.decide.trusted import trusted
 from producers.errors import (
     CommandRejected,
     InternalError,
@@ -52,10 +64,6 @@ from producers.errors import (
     TooLarge,
     VersionConflict,
 )
-from producers.decide.rules import attributes, partitions, publication, regions, tables, truncate, validate
-from producers.decide.rules.common import Change, Decision
-from producers.decide.sizes import DEFAULT_RECORD_LIMIT, clip
-from producers.decide.trusted import trusted
 from projector.fold.image import Image
 
 

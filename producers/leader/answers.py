@@ -15,10 +15,10 @@ from events.commands import Command
 from events.errors import EncodeError
 from events.replies import Rejected, Reply
 from events.topics import Topics
-from producers.leader.committer import Batch, Input
 from producers.decide.core import Rejection
-from producers.errors import CommandRejected, InternalError, RecordRefused, TooLarge
 from producers.decide.sizes import clip
+from producers.errors import CommandRejected, InternalError, RecordRefused, TooLarge
+from producers.leader.committer import Batch, Input
 from projector.follower.feed import DeadLetter
 from projector.kafka.clients import dead_letter_record
 

@@ -18,8 +18,8 @@ from typing import Protocol
 
 from confluent_kafka import KafkaError
 
-from producers.leader.committer import Batch, Input
 from producers.errors import RecordRefused
+from producers.leader.committer import Batch, Input
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ from events.commands import Command
 from events.errors import DecodeError
 from events.replies import Committed, Rejected, Reply
 from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
+from producers.decide.sizes import DEFAULT_RECORD_LIMIT
 from producers.errors import (
     CommandOutcomeUnknown,
     Fenced,
@@ -27,13 +28,12 @@ from producers.errors import (
     TransactionFailed,
     rejection_from_reply,
 )
+from producers.kafka.routing import Layout, read_layout, read_record_limit
 from producers.leader.owner import (
     Input,
     LeaderOptions,
     PartitionOwner,
 )
-from producers.kafka.routing import Layout, read_layout, read_record_limit
-from producers.decide.sizes import DEFAULT_RECORD_LIMIT
 from producers.leader.waiter import Waiter
 from projector.errors import ApplyError
 from projector.kafka.clients import next_batch

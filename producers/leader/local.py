@@ -22,8 +22,8 @@ from events.event import Event
 from events.replies import Committed
 from events.values import TableVersion
 from producers.decide.core import Rejection, Stamp, decide_record, elect_record
-from producers.errors import CommandRejected
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT
+from producers.errors import CommandRejected
 from projector.fold.apply import apply
 from projector.fold.image import Image
 

@@ -13,14 +13,14 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from events.replies import Reply
 from events.topics import Topics
+from producers.decide.sizes import DEFAULT_RECORD_LIMIT
+from producers.errors import CommandRejected, Fenced, RecordRefused, TransactionFailed
 from producers.leader.answers import Answers
 from producers.leader.committer import Batch, GroupCommitter, Input
-from producers.errors import CommandRejected, Fenced, RecordRefused, TransactionFailed
 from producers.leader.ids import random_uuid
 from producers.leader.isolation import refusal, serve_alone
 from producers.leader.local import LocalCatalog, Stamp
 from producers.leader.log import read_partition
-from producers.decide.sizes import DEFAULT_RECORD_LIMIT
 
 __all__ = ["Input", "LeaderOptions", "PartitionOwner", "crash_point", "stamp_now"]
 

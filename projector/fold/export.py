@@ -2,9 +2,9 @@
 
 from typing import Any
 
-from projector.fold.image import Image
 from events.labels import RegionLabelRow
 from events.labels import region_label_rows as _rows
+from projector.fold.image import Image
 
 
 def export(image: Image) -> dict[str, Any]:

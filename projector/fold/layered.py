@@ -21,8 +21,8 @@ from typing import Final
 
 from immutables import Map, MapMutation
 
-from projector.snapshot.cold import ColdValues
 from projector.fold.packing import Packed
+from projector.snapshot.cold import ColdValues
 
 
 class Gone:

@@ -31,6 +31,7 @@ from events.keys import (
     table_name_key,
     table_route_key,
 )
+from events.labels import effective_labels, rule_id
 from events.values import (
     DatanodeTableValue,
     KeyValue,
@@ -39,10 +40,9 @@ from events.values import (
     TableInfoValue,
     TableRouteValue,
 )
-from projector.snapshot.cold import ColdValues
-from events.labels import effective_labels, rule_id
 from projector.fold.layered import Gone, LayeredValues, delete
 from projector.fold.packing import Packed, PackedDatanodeTable, PackedName, pack, unpack
+from projector.snapshot.cold import ColdValues
 
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
 _RULE_PREFIX = LABEL_RULE + "/"

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from events.event import Event
-from projector.fold.apply import Delivery, apply, classify
 from projector.errors import DivergedAt, Divergence, StaleLeader
+from projector.fold.apply import Delivery, apply, classify
 from projector.fold.image import Image
 from projector.follower.watch import History, WatchEvent, published_changes
 

@@ -24,10 +24,8 @@ from typing import Self
 from events.errors import MetalogError
 from events.topics import Topics
 from projector.errors import FollowerError, FollowerStopped, WaitTimeout
-from projector.follower.feed import CatalogFeed, FeedStats
 from projector.fold.image import Image
-from projector.snapshot.store import Position, load_newest, write_snapshot
-from projector.snapshot.schedule import SnapshotSchedule
+from projector.follower.feed import CatalogFeed, FeedStats
 from projector.follower.tail import Tail
 from projector.follower.watch import (
     History,
@@ -37,6 +35,8 @@ from projector.follower.watch import (
     datanode_loop,
     deliver_changes,
 )
+from projector.snapshot.schedule import SnapshotSchedule
+from projector.snapshot.store import Position, load_newest, write_snapshot
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,11 @@ import pyarrow.parquet as pq
 
 from events.codec import decode_event
 from events.values import Column
-from projector.snapshot.cold import READERS, ColdValues
 from projector.errors import SnapshotError
 from projector.fold.image import PendingChange
 from projector.fold.packing import Packed, shared_column
+from projector.fold.view import View
+from projector.snapshot.cold import READERS, ColdValues
 from projector.snapshot.columns import (
     CHANGE,
     COLUMN,
@@ -31,7 +32,6 @@ from projector.snapshot.columns import (
     PUBLISHED,
     RULE,
 )
-from projector.fold.view import View
 
 
 def load_views(

@@ -9,8 +9,8 @@ from events.event import Event
 from events.intents import LeaderResigned
 from events.values import TableVersion
 from producers.decide.core import decide, elect
-from projector.fold.apply import Delivery, apply, classify, replay
 from projector.errors import Divergence, SequenceGap, StaleLeader
+from projector.fold.apply import Delivery, apply, classify, replay
 from projector.fold.image import Image
 from tests.domain.builders import CATALOG, command, create, local, stamps
 

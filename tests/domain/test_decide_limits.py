@@ -10,10 +10,10 @@ from events.event import Event
 from events.values import TableVersion
 from producers import decide as decide_module
 from producers.decide.core import Rejection, decide, decide_record
-from producers.errors import InternalError, TooLarge
 from producers.decide.rules.common import Change
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT, MAX_MESSAGE_CHARS, RECORD_OVERHEAD
 from producers.decide.trusted import trusted
+from producers.errors import InternalError, TooLarge
 from tests.domain.builders import CATALOG, command, create, local, stamps
 
 

@@ -12,11 +12,11 @@ from events.commands import (
     TruncateTable,
 )
 from events.intents import AttributesSet
+from events.labels import partition_rule_ranges, record_key_range
 from events.values import Label, LabelRuleValue
 from producers.errors import InvalidAttributes, NoAttributes, PartitionNotFound
 from producers.leader.local import LocalCatalog
 from projector.fold.export import region_label_rows
-from events.labels import partition_rule_ranges, record_key_range
 from tests.domain.builders import command, create, deleted, last, local, writes
 
 TABLE_RULE = "__label_rule/schema/public/orders"

@@ -4,7 +4,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from events.values import Column, KeyRange, Label, PartitionDef, TableInfoValue
 from events.labels import (
     RegionLabelRow,
     effective_labels,
@@ -17,6 +16,7 @@ from events.labels import (
     rule_id,
     table_rule_ranges,
 )
+from events.values import Column, KeyRange, Label, PartitionDef, TableInfoValue
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1

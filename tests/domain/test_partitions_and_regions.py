@@ -11,10 +11,10 @@ from events.commands import (
     SetAttributes,
     TruncatePartition,
 )
+from events.labels import partition_rule_ranges, record_key_range
 from events.values import DatanodeTableValue, TableRouteValue
 from producers.errors import PartitionExists, RegionNotFound, RouteChanged, VersionConflict
 from producers.leader.local import LocalCatalog
-from events.labels import partition_rule_ranges, record_key_range
 from tests.domain.builders import command, create, deleted, last, local, writes
 
 

@@ -35,8 +35,8 @@ from producers.errors import CommandRejected
 from producers.leader.local import LocalCatalog
 from projector.fold.apply import apply, replay
 from projector.fold.image import Image
-from projector.snapshot.store import Position, read_snapshot, write_snapshot
 from projector.fold.view import View
+from projector.snapshot.store import Position, read_snapshot, write_snapshot
 from tests.domain.builders import CATALOG, command, create, local
 
 NAMES = ("a", "b", "c", "d")

@@ -24,10 +24,10 @@ from events.event import Event
 from events.intents import EpochAssigned
 from producers.errors import EpochRegression, PublishOutOfOrder
 from producers.leader.local import LocalCatalog
-from projector.fold.apply import apply, replay
 from projector.errors import DivergedAt, EpochOutOfOrder
-from projector.follower.feed import CatalogFeed
+from projector.fold.apply import apply, replay
 from projector.fold.image import Image
+from projector.follower.feed import CatalogFeed
 from projector.follower.watch import History
 from tests.domain.builders import CATALOG, SCHEMA, command, create, last, local
 from tests.follower.workload import reseal

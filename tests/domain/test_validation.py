@@ -38,7 +38,6 @@ from events.errors import EncodeError
 from events.event import Event
 from events.values import Column, TableRouteValue
 from producers.decide.core import Rejection, decide
-from producers.errors import InvalidCommand, InvalidName, OutOfRange
 from producers.decide.rules import validate
 from producers.decide.rules.limits import (
     ATTRIBUTES_MAX_CHARS,
@@ -51,6 +50,7 @@ from producers.decide.rules.limits import (
     TABLE_ID_MAX,
     TEXT_MAX_CHARS,
 )
+from producers.errors import InvalidCommand, InvalidName, OutOfRange
 from projector.fold.image import Image
 from tests.domain.builders import CATALOG, COLUMNS, command, create, local, stamps
 

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events.codec import to_avro_dict
-from events.schema_store import default_store
 from events.commands import Command
 from events.compiled.read import compile_reader
 from events.compiled.shape import compile_converters
@@ -23,6 +22,7 @@ from events.compiled.write import compile_writer
 from events.event import Event
 from events.intents import Intent
 from events.replies import Reply
+from events.schema_store import default_store
 
 
 def fastavro_bytes(parsed: Any, datum: Any) -> bytes:

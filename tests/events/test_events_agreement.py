@@ -13,13 +13,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import AwareDatetime, BaseModel, TypeAdapter, ValidationError
 
-from events.codec import decode_command, decode_command_dict, decode_event, decode_event_dict, decode_reply, decode_reply_dict, encode_command, encode_command_dict, encode_event, encode_event_dict, encode_reply, encode_reply_dict, from_avro_dict, to_avro_dict
-from events.schema_store import default_store
+from events.codec import (
+    decode_command,
+    decode_command_dict,
+    decode_event,
+    decode_event_dict,
+    decode_reply,
+    decode_reply_dict,
+    encode_command,
+    encode_command_dict,
+    encode_event,
+    encode_event_dict,
+    encode_reply,
+    encode_reply_dict,
+    from_avro_dict,
+    to_avro_dict,
+)
 from events.commands import Command
 from events.compiled.shape import _named_types
 from events.event import Event
 from events.intents import Intent
 from events.replies import Reply
+from events.schema_store import default_store
 from events.values import KeyValue
 
 NS = "metalog.events"

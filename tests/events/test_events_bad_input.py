@@ -9,7 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from events.codec import decode_command, decode_command_dict, decode_event, decode_event_dict, decode_reply, decode_reply_dict, encode_event_dict, from_avro_dict
+from events.codec import (
+    decode_command,
+    decode_command_dict,
+    decode_event,
+    decode_event_dict,
+    decode_reply,
+    decode_reply_dict,
+    encode_event_dict,
+    from_avro_dict,
+)
 from events.errors import DecodeError, EncodeError, UnknownSchema
 
 DECODERS: list[Callable[[bytes], Any]] = [

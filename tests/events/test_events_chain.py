@@ -6,13 +6,19 @@ import event_samples as samples
 import pytest
 
 from events import chain
-from events.chain import GENESIS_HASH, canonical_body, event_hash, seal, verify_chain, verify_encoded_chain
-from events.codec import encode_event
+from events.chain import (
+    GENESIS_HASH,
+    canonical_body,
+    event_hash,
+    seal,
+    seal_record,
+    verify_chain,
+    verify_encoded_chain,
+)
+from events.codec import codec, decode_event, encode_event
 from events.errors import ChainBroken
 from events.event import Event
 from events.schema_store import default_store
-from events.chain import seal_record
-from events.codec import codec, decode_event
 
 
 def _chain(length: int = 6) -> list[Event]:

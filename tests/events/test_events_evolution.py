@@ -10,8 +10,7 @@ from fastavro.schema import parse_schema
 
 from events.codec import decode_event, decode_event_dict
 from events.errors import UnknownSchema
-from events.schema_store import default_store
-from events.schema_store import KINDS, load_directory
+from events.schema_store import KINDS, default_store, load_directory
 
 V1_EVENT = {"TableCreated", "AttributesSet", "Reloaded"}
 

@@ -10,7 +10,14 @@ import event_samples as samples
 import pytest
 from fastavro.schema import fingerprint, parse_schema, to_parsing_canonical_form
 
-from events.codec import decode_command, decode_event, decode_reply, encode_command, encode_event, encode_reply
+from events.codec import (
+    decode_command,
+    decode_event,
+    decode_reply,
+    encode_command,
+    encode_event,
+    encode_reply,
+)
 from events.commands import Command
 from events.intents import Intent
 from events.replies import Reply

@@ -9,15 +9,15 @@ import pytest
 
 from events.changes import Mutation, MutationOp
 from events.values import TableInfoValue, TableNameValue
-from projector.fold.apply import replay
-from projector.snapshot.cold import ColdValues
 from projector.errors import SnapshotError
+from projector.fold.apply import replay
 from projector.fold.image import Image
 from projector.fold.layered import GONE, LayeredValues
 from projector.fold.packing import PackedName
-from projector.snapshot.store import Position, read_snapshot, write_snapshot
-from projector.snapshot.columns import DATANODE_TABLE, NAME
 from projector.fold.view import View
+from projector.snapshot.cold import ColdValues
+from projector.snapshot.columns import DATANODE_TABLE, NAME
+from projector.snapshot.store import Position, read_snapshot, write_snapshot
 from tests.follower.workload import CATALOG, random_log
 
 POSITION = Position("t.events", 0, 7)

@@ -12,10 +12,10 @@ from producers.client.client import MetadataClient
 from producers.leader.leader import Leader
 from producers.leader.log import read_events
 from projector.fold.apply import replay
-from projector.follower.follower import Follower
 from projector.fold.image import Image
-from projector.snapshot.store import list_snapshots, read_snapshot
+from projector.follower.follower import Follower
 from projector.follower.watch import WatchEvent
+from projector.snapshot.store import list_snapshots, read_snapshot
 from tests.fixtures.kafka import TopicSet
 from tests.follower.workload import (
     CATALOG,

@@ -7,12 +7,18 @@ from pathlib import Path
 import pytest
 
 from events.changes import KeyPresent
-from projector.fold.apply import replay
 from projector.errors import DivergedAt, ResourceVersionTooOld, SnapshotError
-from projector.follower.feed import CatalogFeed
+from projector.fold.apply import replay
 from projector.fold.image import Image
-from projector.snapshot.store import Position, list_snapshots, load_newest, read_snapshot, write_snapshot
+from projector.follower.feed import CatalogFeed
 from projector.follower.watch import History, datanode_regions, published_changes, region_diff
+from projector.snapshot.store import (
+    Position,
+    list_snapshots,
+    load_newest,
+    read_snapshot,
+    write_snapshot,
+)
 from tests.follower.workload import (
     CATALOG,
     explicit_log,

@@ -16,12 +16,12 @@ from events.changes import Mutation, MutationOp
 from events.commands import AdvanceStableEpoch, DropTable, ExchangePartition, Publish
 from events.values import LabelRuleValue, PartitionDef, TableInfoValue
 from producers.leader.local import LocalCatalog
-from projector.fold.apply import replay
 from projector.errors import SnapshotError
+from projector.fold.apply import replay
 from projector.fold.image import Image
-from projector.snapshot.store import Position, load_newest, read_snapshot, write_snapshot
-from projector.snapshot.columns import CHUNK, FORMAT, INFO, SCHEMA, image_batches
 from projector.fold.view import View
+from projector.snapshot.columns import CHUNK, FORMAT, INFO, SCHEMA, image_batches
+from projector.snapshot.store import Position, load_newest, read_snapshot, write_snapshot
 from tests.domain.builders import command, create, local
 from tests.follower.workload import CATALOG, explicit_log, random_log
 

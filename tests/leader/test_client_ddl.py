@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
+from events.labels import record_key_range
 from events.values import Column, TableInfoValue
 from producers.client.client import MetadataClient
 from producers.errors import TableNotFound
 from producers.leader.leader import Leader
-from events.labels import record_key_range
 from tests.fixtures.kafka import TopicSet
 from tests.leader.conftest import log_of
 from tests.leader.history import check_history

@@ -6,8 +6,8 @@ import threading
 
 from events.replies import Committed, Reply
 from events.topics import COMMANDS_OFFSET_HEADER
-from producers.leader.committer import Batch, GroupCommitter
 from producers.errors import TransactionFailed
+from producers.leader.committer import Batch, GroupCommitter
 from producers.leader.owner import Input
 
 

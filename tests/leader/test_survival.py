@@ -24,11 +24,11 @@ from events.topics import REASON_HEADER, SOURCE_HEADER
 from events.values import Column
 from producers import decide as decide_module
 from producers.client.client import MetadataClient
+from producers.decide.rules.common import Change
+from producers.decide.sizes import PRODUCER_MAX_MESSAGE_BYTES, RECORD_OVERHEAD
 from producers.errors import InternalError, TooLarge
 from producers.leader.leader import Leader
 from producers.leader.log import read_partition
-from producers.decide.rules.common import Change
-from producers.decide.sizes import PRODUCER_MAX_MESSAGE_BYTES, RECORD_OVERHEAD
 from tests.fixtures.kafka import TopicSet
 from tests.leader.conftest import log_of
 from tests.leader.history import check_history

@@ -13,9 +13,9 @@ from events.event import Event
 from events.intents import TableAltered
 from events.replies import Committed
 from events.values import Column, TableInfoValue, TableVersion
+from producers.decide.trusted import replaced, trusted
 from producers.leader.ids import random_uuid
 from producers.leader.local import LocalCatalog
-from producers.decide.trusted import replaced, trusted
 from tests.domain.builders import stamps
 
 COLUMNS = (Column(name="id", data_type="int64"),)

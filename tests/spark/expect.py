@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from events.labels import region_label_rows
 from events.values import (
     DatanodeTableValue,
     KeyValue,
@@ -14,7 +15,6 @@ from events.values import (
     TableRouteValue,
 )
 from projector.fold.image import Image
-from events.labels import region_label_rows
 from streaming.read import read_rows
 
 Key = tuple[str, str]

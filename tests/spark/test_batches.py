@@ -15,9 +15,9 @@ from bench.workload import Workload, encoded
 from events.commands import AdvanceStableEpoch, Publish, RenameTable
 from events.event import Event
 from events.intents import EpochAssigned, Intent, StableEpochAdvanced
+from events.labels import region_label_rows, table_rule_ranges
 from events.values import KeyRange, Label, LabelRuleValue, PartitionDef, TableInfoValue
 from projector.errors import EpochOutOfOrder
-from events.labels import region_label_rows, table_rule_ranges
 from streaming import sink
 from streaming.projection import KAFKA_SCHEMA, BatchProjector, ProjectionConfig, ensure_tables
 from streaming.read import read_rows

@@ -11,9 +11,9 @@ from events.changes import Mutation
 from events.commands import ResetAttributes, SetAttributes
 from events.intents import AttributesReset, AttributesSet
 from events.keys import label_rule_key, table_info_key
+from events.labels import label_rule, partition_rule_ranges, rule_id, table_rule_ranges
 from events.values import LabelRuleValue, TableInfoValue
 from producers.decide.attributes import parse_attributes
-from producers.errors import NoAttributes
 from producers.decide.rules.common import (
     Change,
     at_version,
@@ -27,8 +27,8 @@ from producers.decide.rules.common import (
 )
 from producers.decide.rules.label_rules import moved, partition_rule, table_rule
 from producers.decide.rules.partitions import find_partition
+from producers.errors import NoAttributes
 from projector.fold.image import Image
-from events.labels import label_rule, partition_rule_ranges, rule_id, table_rule_ranges
 
 
 def set_attributes(image: Image, command: SetAttributes) -> Change:

@@ -27,9 +27,9 @@ from events.values import (
     TableRouteValue,
     TableVersion,
 )
-from producers.errors import InvalidCommand, OutOfRange, TableNotFound, VersionConflict
 from producers.decide.rules.limits import TABLE_ID_MAX
 from producers.decide.trusted import replaced, trusted
+from producers.errors import InvalidCommand, OutOfRange, TableNotFound, VersionConflict
 from projector.fold.image import Image
 
 REGION_BITS = 32

@@ -10,8 +10,6 @@ the same name must not take them over or lose its own.
 
 from events.changes import Mutation
 from events.keys import label_rule_key
-from events.values import LabelRuleValue, TableInfoValue
-from producers.decide.rules.common import delete, put
 from events.labels import (
     label_rule,
     partition_rule_ranges,
@@ -19,6 +17,8 @@ from events.labels import (
     rule_id,
     table_rule_ranges,
 )
+from events.values import LabelRuleValue, TableInfoValue
+from producers.decide.rules.common import delete, put
 from projector.fold.view import View
 
 

@@ -9,8 +9,8 @@ from events.changes import Mutation
 from events.commands import AddPartition, DropPartition, ExchangePartition, TruncatePartition
 from events.intents import PartitionAdded, PartitionDropped, PartitionExchanged, PartitionTruncated
 from events.keys import label_rule_key, table_info_key, table_name_key, table_route_key
+from events.labels import label_rule, partition_rule_ranges, rule_id, table_rule_ranges
 from events.values import PartitionDef, TableInfoValue, TableNameValue
-from producers.errors import InvalidCommand, PartitionExists, PartitionNotFound
 from producers.decide.rules.common import (
     Change,
     at_version,
@@ -33,8 +33,8 @@ from producers.decide.rules.label_rules import (
     partition_rule,
     table_rule,
 )
+from producers.errors import InvalidCommand, PartitionExists, PartitionNotFound
 from projector.fold.image import Image
-from events.labels import label_rule, partition_rule_ranges, rule_id, table_rule_ranges
 
 
 def find_partition(info: TableInfoValue, name: str) -> PartitionDef:

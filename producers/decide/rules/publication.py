@@ -33,6 +33,7 @@ one of the other's, and neither table could ever be published whole.
 
 from events.commands import AdvanceStableEpoch, Publish, Reload, SetPublishMode
 from events.intents import EpochAssigned, PublishModeSet, Reloaded, StableEpochAdvanced
+from producers.decide.rules.common import check_version, no_expected_version
 from producers.errors import (
     ChangesPending,
     EpochNotAboveStable,
@@ -41,7 +42,6 @@ from producers.errors import (
     PublishOutOfOrder,
     WrongPublishMode,
 )
-from producers.decide.rules.common import check_version, no_expected_version
 from projector.fold.image import Image, PendingChange
 
 

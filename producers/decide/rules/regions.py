@@ -4,7 +4,6 @@ from events.changes import ValueEquals
 from events.commands import FailoverRegion
 from events.intents import RegionFailedOver
 from events.keys import datanode_table_key, table_info_key, table_route_key
-from producers.errors import InvalidCommand, RegionNotFound, RouteChanged
 from producers.decide.rules.common import (
     Change,
     bumped,
@@ -16,6 +15,7 @@ from producers.decide.rules.common import (
     qualified,
     touched,
 )
+from producers.errors import InvalidCommand, RegionNotFound, RouteChanged
 from projector.fold.image import Image
 
 

@@ -23,14 +23,6 @@ from events.intents import (
 )
 from events.keys import removed, table_info_key, table_name_key, table_route_key
 from events.values import PartitionDef, TableInfoValue, TableNameValue, TableRouteValue
-from producers.errors import (
-    ColumnExists,
-    ColumnNotFound,
-    InvalidCommand,
-    NameTaken,
-    NotRemoved,
-    TableNotFound,
-)
 from producers.decide.rules.common import (
     Change,
     at_version,
@@ -48,6 +40,14 @@ from producers.decide.rules.common import (
     touched,
 )
 from producers.decide.rules.label_rules import follow_rules
+from producers.errors import (
+    ColumnExists,
+    ColumnNotFound,
+    InvalidCommand,
+    NameTaken,
+    NotRemoved,
+    TableNotFound,
+)
 from projector.fold.image import Image
 
 

@@ -37,7 +37,6 @@ from events.commands import (
     TableCommand,
     TruncatePartition,
 )
-from producers.errors import InvalidCommand, InvalidName, OutOfRange
 from producers.decide.rules.common import Change, Decision
 from producers.decide.rules.limits import (
     ATTRIBUTES_MAX_CHARS,
@@ -54,6 +53,7 @@ from producers.decide.rules.limits import (
     TEXT_MAX_CHARS,
     VERSION_MAX,
 )
+from producers.errors import InvalidCommand, InvalidName, OutOfRange
 from projector.fold.image import Image
 
 C = TypeVar("C", bound=CommandBase)
