@@ -17,11 +17,8 @@ from typing import NamedTuple
 
 from events.codec import codec
 from events.errors import ChainBroken, DecodeError
-from events.event import Event
+from events.event import GENESIS_HASH, Event
 from events.schema_store import SchemaVersion
-
-GENESIS_HASH = bytes(32)
-"""The `prev_hash` of a catalog's first event."""
 
 
 def canonical_body(event: Event, schema: SchemaVersion | None = None) -> bytes:

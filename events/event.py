@@ -7,6 +7,9 @@ from events.changes import Mutation, Requirement
 from events.intents import CHANGE_INTENTS, Intent
 from events.values import TableVersion
 
+GENESIS_HASH = bytes(32)
+"""The `prev_hash` of a catalog's first event (see `events.chain`)."""
+
 
 class Event(Record):
     """One event of a catalog's log: the envelope, the intent and the change.

@@ -9,7 +9,3 @@ class JarsError(MetalogError):
 
 class StackError(MetalogError):
     """The local Kafka broker could not be started, reached or stopped."""
-
-
-class TopicError(MetalogError):
-    """A topic could not be created, described or deleted."""

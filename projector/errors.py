@@ -124,3 +124,10 @@ class DivergedAt(Divergence):
         )
         self.partition = partition
         self.offset = offset
+
+
+# -- Kafka plumbing (projector.kafka) -----------------------------------------
+
+
+class TopicError(MetalogError):
+    """A topic could not be created, described or deleted."""

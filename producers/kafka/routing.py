@@ -8,10 +8,10 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from events.topics import Topics, partition_for
-from metalog.errors import TopicError
 from producers.decide.sizes import KAFKA_MAX_MESSAGE_BYTES, record_limit
 from producers.errors import LeaderUnavailable
 from producers.kafka.errors import kafka_error
+from projector.errors import TopicError
 from projector.kafka.clients import KAFKA_LOG
 from projector.kafka.topics import describe_topic_config
 

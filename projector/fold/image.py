@@ -12,8 +12,7 @@ from typing import Literal
 
 from immutables import Map
 
-from events.chain import GENESIS_HASH
-from events.event import Event
+from events.event import GENESIS_HASH, Event
 from projector.fold.view import View
 
 PublishMode = Literal["auto", "explicit"]

@@ -1,7 +1,7 @@
 """A view's keys and packed values: an optional cold layer under a HAMT of the changes since.
 
 A follower that starts from a snapshot keeps the snapshot's values in their
-columns (`projector.snapshot.cold.ColdValues`, built on read); every PUT and DELETE
+columns (a `Cold` layer, built on read); every PUT and DELETE
 since goes to `changes`, an `immutables.Map`, so a new map still shares all
 but O(log n) nodes with the previous one. A DELETE of a cold key leaves a
 tombstone (`GONE`) in `changes`; a DELETE of a key only `changes` held
@@ -17,12 +17,34 @@ a DELETE), as they did to the one HAMT before: the fold's hot path.
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
-from typing import Final
+from typing import Final, Protocol
 
 from immutables import Map, MapMutation
 
 from projector.fold.packing import Packed
-from projector.snapshot.cold import ColdValues
+
+
+class Cold(Protocol):
+    """A loaded snapshot's values, read in place (`projector.snapshot.cold.ColdValues`).
+
+    The fold sees only this shape, so it never imports the columnar storage
+    (pyarrow) behind it.
+    """
+
+    def __len__(self) -> int: ...
+
+    def __contains__(self, key: object) -> bool: ...
+
+    def __iter__(self) -> Iterator[str]: ...
+
+    def get(self, key: str) -> Packed | None:
+        """The packed value under `key`, or None."""
+
+    def items(self) -> Iterator[tuple[str, Packed]]:
+        """Every key and its packed value."""
+
+    def datanode_tables(self, datanode_id: int) -> dict[int, Packed]:
+        """Table id → packed `__dn_table` value of one datanode."""
 
 
 class Gone:
@@ -52,7 +74,7 @@ class LayeredValues(Mapping[str, Packed]):
     __slots__ = ("_size", "changes", "cold")
 
     def __init__(
-        self, cold: ColdValues | None = None, changes: Map[str, Change] | None = None
+        self, cold: Cold | None = None, changes: Map[str, Change] | None = None
     ) -> None:
         self.cold = cold
         self.changes: Map[str, Change] = Map() if changes is None else changes
@@ -155,7 +177,7 @@ class LayeredValues(Mapping[str, Packed]):
         return f"LayeredValues({len(self)} keys: {cold} cold, {len(self.changes)} changes)"
 
 
-def delete(changes: MapMutation[str, Change], cold: ColdValues | None, key: str) -> None:
+def delete(changes: MapMutation[str, Change], cold: Cold | None, key: str) -> None:
     """Delete `key` in a mutation of `changes` over `cold`: a tombstone if `cold` holds it."""
     if cold is not None and key in cold:
         changes[key] = GONE

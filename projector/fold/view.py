@@ -40,9 +40,8 @@ from events.values import (
     TableInfoValue,
     TableRouteValue,
 )
-from projector.fold.layered import Gone, LayeredValues, delete
+from projector.fold.layered import Cold, Gone, LayeredValues, delete
 from projector.fold.packing import Packed, PackedDatanodeTable, PackedName, pack, unpack
-from projector.snapshot.cold import ColdValues
 
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
 _RULE_PREFIX = LABEL_RULE + "/"
@@ -72,7 +71,7 @@ class View:
 
     @classmethod
     def from_cold(
-        cls, catalog: str, cold: ColdValues, rules: Iterable[tuple[str, Packed]]
+        cls, catalog: str, cold: Cold, rules: Iterable[tuple[str, Packed]]
     ) -> "View":
         """A view over a loaded snapshot's values, with the indexes `mutated` keeps.
 

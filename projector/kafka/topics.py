@@ -13,7 +13,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from events.topics import Topics
-from metalog.errors import TopicError
+from projector.errors import TopicError
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS

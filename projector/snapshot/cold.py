@@ -33,7 +33,7 @@ from projector.fold.packing import (
     built,
     packed_infos,
 )
-from projector.snapshot.columns import DATANODE_TABLE, INFO, NAME, ROUTE, RULE
+from projector.snapshot.layout import DATANODE_TABLE, INFO, NAME, ROUTE, RULE
 
 _DATANODE_PREFIX = _DATANODE_TABLE + "/"
 

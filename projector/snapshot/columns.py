@@ -14,78 +14,34 @@ memory. Pending changes stay Avro-encoded events (they are few).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from events.codec import encode_event
 from events.values import Column, LabelRuleValue, TableInfoValue
+from projector.fold.image import Image
 from projector.fold.packing import (
     PackedDatanodeTable,
     PackedName,
     PackedRoute,
 )
-
-if TYPE_CHECKING:  # the image's modules read this one's layout constants (`projector.snapshot.cold`)
-    from projector.fold.image import Image
-    from projector.fold.view import View
-
-FORMAT = 3
-"""Bumped whenever the layout changes; other formats are refused, never misread.
-
-3: the image's `retired_versions` in the metadata (a format-2 image lacks
-them, and a loaded image must equal the replay).
-"""
-
-HEAD, PUBLISHED, PENDING, DEFINITIONS = range(4)
-"""Sections: the head view, the published view (only when it differs), pending, columns."""
-COLUMN, INFO, NAME, ROUTE, DATANODE_TABLE, RULE, CHANGE = range(7)
-"""Kinds of rows."""
-
-CHUNK = 65_536
-"""Rows per record batch (and Parquet row group)."""
-
-_str = pa.string()
-_PAIR = pa.struct([("key", _str), ("value", _str)])
-SCHEMA = pa.schema(
-    [
-        ("section", pa.int8()),
-        ("kind", pa.int8()),
-        ("key", _str),
-        ("table_id", pa.int64()),
-        ("version", pa.int64()),
-        ("catalog", pa.dictionary(pa.int32(), _str)),
-        ("schema_name", pa.dictionary(pa.int32(), _str)),
-        ("table_name", _str),
-        ("columns", pa.list_(pa.int32())),
-        ("primary_key", pa.list_(_str)),
-        ("options", pa.map_(_str, _str)),
-        ("partitions", pa.list_(pa.struct([("partition_id", pa.int64()), ("name", _str)]))),
-        ("column_name", _str),
-        ("data_type", _str),
-        ("nullable", pa.bool_()),
-        ("default_value", _str),
-        (
-            "routes",
-            pa.list_(
-                pa.struct(
-                    [
-                        ("region_id", pa.int64()),
-                        ("leader_datanode", pa.int64()),
-                        ("follower_datanodes", pa.list_(pa.int64())),
-                    ]
-                )
-            ),
-        ),
-        ("datanode_id", pa.int64()),
-        ("regions", pa.list_(pa.int64())),
-        ("rule_id", _str),
-        ("rule_type", _str),
-        ("labels", pa.list_(_PAIR)),
-        ("ranges", pa.list_(pa.struct([("start_key", _str), ("end_key", _str)]))),
-        ("event", pa.binary()),
-        ("epoch", pa.int64()),
-    ]
+from projector.fold.view import View
+from projector.snapshot.cold import ColdValues
+from projector.snapshot.layout import (
+    CHANGE,
+    CHUNK,
+    COLUMN,
+    DATANODE_TABLE,
+    DEFINITIONS,
+    HEAD,
+    INFO,
+    NAME,
+    PENDING,
+    PUBLISHED,
+    ROUTE,
+    RULE,
+    SCHEMA,
 )
 
 NEEDS: dict[int, tuple[str, ...]] = {
@@ -150,8 +106,9 @@ def image_batches(image: Image) -> Iterator[pa.RecordBatch]:
         yield from _batches(section, DATANODE_TABLE, _datanode_columns(kinds[DATANODE_TABLE]))
         yield from _batches(section, RULE, _rule_columns(kinds[RULE]))
         if passes:
-            assert view.values.cold is not None
-            for kind, keys, columns in view.values.cold.untouched(view.values.changes):
+            cold = _cold(view)
+            assert cold is not None
+            for kind, keys, columns in cold.untouched(view.values.changes):
                 yield from _batches(section, kind, {"key": keys, **columns})
     changes = sorted(image.pending.items())
     yield from _batches(
@@ -186,7 +143,7 @@ def _seed(
         Those definitions, or None when there is no cold layer or its
         definitions repeat one (then its rows cannot keep their numbers).
     """
-    cold = next((v.values.cold for v in views if v.values.cold is not None), None)
+    cold = next((c for c in map(_cold, views) if c is not None), None)
     if cold is None:
         return None
     for column in cold.definitions:
@@ -194,9 +151,15 @@ def _seed(
     return cold.definitions if len(definitions) == len(cold.definitions) else None
 
 
+def _cold(view: View) -> ColdValues | None:
+    """The view's cold layer: a snapshot's columns, as `projector.snapshot.load` builds it."""
+    cold = view.values.cold
+    return cold if isinstance(cold, ColdValues) else None
+
+
 def _passes(view: View, seeded: Sequence[Column] | None) -> bool:
     """Whether the view's untouched cold rows go out as their columns (numbered as seeded)."""
-    cold = view.values.cold
+    cold = _cold(view)
     return cold is not None and seeded is not None and cold.definitions is seeded
 
 

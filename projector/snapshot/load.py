@@ -20,14 +20,13 @@ from projector.fold.image import PendingChange
 from projector.fold.packing import Packed, shared_column
 from projector.fold.view import View
 from projector.snapshot.cold import READERS, ColdValues
-from projector.snapshot.columns import (
+from projector.snapshot.columns import NEEDS, OPTIONAL
+from projector.snapshot.layout import (
     CHANGE,
     COLUMN,
     DEFINITIONS,
     HEAD,
     INFO,
-    NEEDS,
-    OPTIONAL,
     PENDING,
     PUBLISHED,
     RULE,

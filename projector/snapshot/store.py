@@ -38,7 +38,8 @@ from immutables import Map
 from events.errors import DecodeError
 from projector.errors import SnapshotError
 from projector.fold.image import Image
-from projector.snapshot.columns import FORMAT, SCHEMA, image_batches
+from projector.snapshot.columns import image_batches
+from projector.snapshot.layout import FORMAT, SCHEMA
 from projector.snapshot.load import load_views
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from events.codec import encode_event, encode_reply
 from events.commands import AlterTable, CreateTable, DropTable
 from events.event import Event
 from events.values import TableVersion
-from producers import decide as decide_module
+from producers.decide import core as decide_module
 from producers.decide.core import Rejection, decide, decide_record
 from producers.decide.rules.common import Change
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT, MAX_MESSAGE_CHARS, RECORD_OVERHEAD

@@ -49,6 +49,6 @@ def test_plain_fastavro_never_loads_the_compiled_reader_and_writer() -> None:
 
 
 def test_an_unknown_codec_is_refused_on_import_naming_the_choices() -> None:
-    done = _run(["-c", "import events"], "fastest")
+    done = _run(["-c", "import events.codec"], "fastest")
     assert done.returncode != 0
     assert "UnknownCodec: METALOG_CODEC='fastest' is not one of compiled, fastavro" in done.stderr

@@ -7,7 +7,6 @@ import pytest
 
 from events import chain
 from events.chain import (
-    GENESIS_HASH,
     canonical_body,
     event_hash,
     seal,
@@ -17,7 +16,7 @@ from events.chain import (
 )
 from events.codec import codec, decode_event, encode_event
 from events.errors import ChainBroken
-from events.event import Event
+from events.event import GENESIS_HASH, Event
 from events.schema_store import default_store
 
 

@@ -1,4 +1,4 @@
-"""A loaded view's cold layer (`projector.snapshot.cold`) and the changes above it (`projector.fold.layered`)."""
+"""A loaded view's cold layer (`projector.snapshot.cold`) under its changes (`fold.layered`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from projector.fold.layered import GONE, LayeredValues
 from projector.fold.packing import PackedName
 from projector.fold.view import View
 from projector.snapshot.cold import ColdValues
-from projector.snapshot.columns import DATANODE_TABLE, NAME
+from projector.snapshot.layout import DATANODE_TABLE, NAME
 from projector.snapshot.store import Position, read_snapshot, write_snapshot
 from tests.follower.workload import CATALOG, random_log
 

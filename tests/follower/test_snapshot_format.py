@@ -20,7 +20,8 @@ from projector.errors import SnapshotError
 from projector.fold.apply import replay
 from projector.fold.image import Image
 from projector.fold.view import View
-from projector.snapshot.columns import CHUNK, FORMAT, INFO, SCHEMA, image_batches
+from projector.snapshot.columns import image_batches
+from projector.snapshot.layout import CHUNK, FORMAT, INFO, SCHEMA
 from projector.snapshot.store import Position, load_newest, read_snapshot, write_snapshot
 from tests.domain.builders import command, create, local
 from tests.follower.workload import CATALOG, explicit_log, random_log

@@ -1,4 +1,4 @@
-"""A call's outcome hand-over (`producers.leader.waiter.Waiter`) and the partition memo, no Kafka."""
+"""A call's outcome hand-over (`producers.leader.waiter.Waiter`), the partition memo; no Kafka."""
 
 from __future__ import annotations
 

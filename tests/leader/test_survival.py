@@ -22,8 +22,8 @@ from events.event import Event
 from events.intents import LeaderElected
 from events.topics import REASON_HEADER, SOURCE_HEADER
 from events.values import Column
-from producers import decide as decide_module
 from producers.client.client import MetadataClient
+from producers.decide import core as decide_module
 from producers.decide.rules.common import Change
 from producers.decide.sizes import PRODUCER_MAX_MESSAGE_BYTES, RECORD_OVERHEAD
 from producers.errors import InternalError, TooLarge
