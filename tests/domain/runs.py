@@ -17,10 +17,10 @@ from events.event import Event
 from events.intents import EpochAssigned, StableEpochAdvanced
 from events.keys import TABLE_NAME
 from events.values import TableNameValue
-from producers.decide import Rejection, decide, elect
-from projector.apply import apply
-from projector.image import Image
-from projector.view import View
+from producers.decide.core import Rejection, decide, elect
+from projector.fold.apply import apply
+from projector.fold.image import Image
+from projector.fold.view import View
 from tests.domain.builders import CATALOG, stamps
 from tests.domain.step_commands import build
 from tests.domain.steps import PRESET, Step, make

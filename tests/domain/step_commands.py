@@ -30,7 +30,7 @@ from events.commands import (
     TruncateTable,
 )
 from events.values import Column, TableInfoValue
-from projector.image import Image
+from projector.fold.image import Image
 from tests.domain.builders import SCHEMA
 from tests.domain.steps import PARTS, Step, epoch, live_tables, make, unpublished_ids
 

@@ -26,7 +26,7 @@ from events.commands import (
 )
 from events.keys import TABLE_INFO
 from events.values import TableInfoValue
-from projector.image import Image
+from projector.fold.image import Image
 from tests.domain.builders import CATALOG, SCHEMA
 
 NAMES = ("a", "b", "c", "d")

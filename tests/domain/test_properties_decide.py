@@ -35,8 +35,8 @@ from events.commands import (
 from events.event import Event
 from events.keys import parse_key
 from events.values import DatanodeTableValue, TableInfoValue, TableNameValue, TableRouteValue
-from producers.decide import Rejection
-from producers.sizes import DEFAULT_RECORD_LIMIT
+from producers.decide.core import Rejection
+from producers.decide.sizes import DEFAULT_RECORD_LIMIT
 from tests.domain.runs import PROPERTIES, Run, describe
 from tests.domain.steps import Step, hostile_steps, plans, valid_steps
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from events.chain import verify_chain
 from events.codec import decode_event, encode_event
 from events.event import Event
-from projector.apply import apply, replay
-from projector.image import Image
+from projector.fold.apply import apply, replay
+from projector.fold.image import Image
 from tests.domain.builders import CATALOG
 from tests.domain.runs import PROPERTIES, Run
 from tests.domain.steps import Step, hostile_steps, plans, role_steps, valid_steps

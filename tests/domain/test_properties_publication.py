@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events.event import Event
-from projector.image import Image
-from projector.view import View
+from projector.fold.image import Image
+from projector.fold.view import View
 from tests.domain.builders import CATALOG
 from tests.domain.runs import PROPERTIES, Run, describe, difference
 from tests.domain.steps import Step, plans, valid_steps
