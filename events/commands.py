@@ -144,7 +144,11 @@ class ResetAttributes(TableCommand):
 
 
 class Publish(CommandBase):
-    """Publish a table's pending changes at `epoch` (WiredTiger `publish`)."""
+    """Publish a table's pending changes at `epoch` (WiredTiger `publish`).
+
+    The changes take `epoch` in log order up to the first one that must wait
+    for an earlier change of another table (DESIGN.md, "Publication order").
+    """
 
     type: Literal["Publish"] = "Publish"
     table_id: Long
