@@ -19,8 +19,7 @@ from producers.decide.core import Rejection
 from producers.decide.sizes import clip
 from producers.errors import CommandRejected, InternalError, RecordRefused, TooLarge
 from producers.leader.committer import Batch, Input
-from projector.follower.feed import DeadLetter
-from projector.kafka.clients import dead_letter_record
+from projector.kafka.clients import DeadLetter, dead_letter_record
 
 log = logging.getLogger(__name__)
 

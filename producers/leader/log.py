@@ -12,8 +12,7 @@ from events.codec import decode_event
 from events.errors import DecodeError
 from events.event import Event
 from events.topics import COMMANDS_OFFSET_HEADER
-from projector.follower.feed import DeadLetter
-from projector.kafka.clients import watermarks
+from projector.kafka.clients import DeadLetter, watermarks
 
 log = logging.getLogger(__name__)
 

@@ -17,18 +17,9 @@ from projector.errors import DivergedAt, Divergence, StaleLeader
 from projector.fold.apply import Delivery, apply, classify
 from projector.fold.image import Image
 from projector.follower.watch import History, WatchEvent, published_changes
+from projector.kafka.clients import DeadLetter
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    """A record to send to the DLQ, and why."""
-
-    partition: int
-    offset: int
-    raw: bytes
-    reason: str
 
 
 @dataclass(slots=True)

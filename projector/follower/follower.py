@@ -26,6 +26,7 @@ from events.topics import Topics
 from projector.errors import FollowerError, FollowerStopped, WaitTimeout
 from projector.fold.image import Image
 from projector.follower.feed import CatalogFeed, FeedStats
+from projector.follower.schedule import SnapshotSchedule
 from projector.follower.tail import Tail
 from projector.follower.watch import (
     History,
@@ -35,7 +36,6 @@ from projector.follower.watch import (
     datanode_loop,
     deliver_changes,
 )
-from projector.snapshot.schedule import SnapshotSchedule
 from projector.snapshot.store import Position, load_newest, write_snapshot
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,9 @@ from confluent_kafka import TopicPartition as KafkaPartition
 from events.codec import decode_event
 from events.errors import DecodeError
 from events.topics import Topics, partition_for
-from projector.follower.feed import CatalogFeed, DeadLetter
+from projector.follower.feed import CatalogFeed
 from projector.kafka.clients import (
+    DeadLetter,
     DeadLetters,
     high_watermarks,
     new_consumer,

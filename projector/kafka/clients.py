@@ -11,18 +11,28 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from events.topics import REASON_HEADER, SOURCE_HEADER
-from projector.follower.feed import DeadLetter
 
 log = logging.getLogger(__name__)
 
 KAFKA_LOG = logging.getLogger("metalog.kafka")
 """librdkafka's own log (connection failures, retries): metalog's clients hand it to Python
 logging instead of writing to stderr, so the application (and the CLI) decides what is shown."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A record to send to the DLQ, and why."""
+
+    partition: int
+    offset: int
+    raw: bytes
+    reason: str
 
 
 def new_consumer(bootstrap: str) -> Consumer:
