@@ -1,11 +1,8 @@
-"""The metadata key layout (GreptimeDB's), as builders and one parser.
+"""The metadata key layout (GreptimeDB's), as key builders.
 
 Keys are the identity of state: every mutation names one, every consumer
 (the Python fold, Spark) keys its state by them.
 """
-
-from dataclasses import dataclass
-from typing import Literal
 
 TABLE_INFO = "__table_info"
 TABLE_NAME = "__table_name"
@@ -13,8 +10,6 @@ TABLE_ROUTE = "__table_route"
 DATANODE_TABLE = "__dn_table"
 LABEL_RULE = "__label_rule"
 REMOVED = "__removed-"
-
-KeyKind = Literal["table_info", "table_name", "table_route", "datanode_table", "label_rule"]
 
 
 def table_info_key(table_id: int) -> str:
@@ -45,36 +40,3 @@ def label_rule_key(rule_id: str) -> str:
 def removed(key: str) -> str:
     """The key a dropped table's info or route moves to."""
     return f"{REMOVED}{key}"
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedKey:
-    """A key split into its kind and parts."""
-
-    kind: KeyKind
-    removed: bool
-    parts: tuple[str, ...]
-
-
-_KINDS: dict[str, tuple[KeyKind, int]] = {
-    TABLE_INFO: ("table_info", 1),
-    TABLE_NAME: ("table_name", 3),
-    TABLE_ROUTE: ("table_route", 1),
-    DATANODE_TABLE: ("datanode_table", 2),
-}
-
-
-def parse_key(key: str) -> ParsedKey:
-    """Split a key into kind and parts; `ValueError` names a key outside the layout."""
-    is_removed = key.startswith(REMOVED)
-    body = key[len(REMOVED) :] if is_removed else key
-    prefix, _, rest = body.partition("/")
-    if prefix == LABEL_RULE and rest and not is_removed:
-        return ParsedKey("label_rule", False, (rest,))
-    kind = _KINDS.get(prefix)
-    parts = tuple(rest.split("/")) if rest else ()
-    if kind is None or len(parts) != kind[1] or not all(parts):
-        raise ValueError(f"key {key!r} is not in the metadata key layout")
-    if is_removed and kind[0] not in ("table_info", "table_route"):
-        raise ValueError(f"key {key!r}: only table info and routes move under {REMOVED}")
-    return ParsedKey(kind[0], is_removed, parts)

@@ -29,8 +29,6 @@ MAGIC = b"\xc3\x01"
 """The two marker bytes that start every single-object-encoded record."""
 HEADER_LENGTH = 10
 """Marker (2 bytes) + fingerprint (8 bytes) before the Avro body."""
-NAMESPACE = "metalog.events"
-"""The namespace of every named type, the same in every version."""
 
 _VERSION_DIR = re.compile(r"v([1-9][0-9]*)")
 

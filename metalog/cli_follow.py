@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from events.errors import MetalogError
+from events.labels import format_attributes
 from events.topics import Topics
 from metalog.cli_args import positive_float
 from metalog.stack_config import StackConfig
@@ -72,8 +73,7 @@ def render(console: Console, image: Image) -> None:
     if rules:
         labels = Table("rule", "labels", "ranges")
         for rule in rules:
-            labels.add_row(rule.rule_id, ", ".join(f"{x.key}={x.value}" for x in rule.labels),
-                           str(len(rule.ranges)))  # fmt: skip
+            labels.add_row(rule.rule_id, format_attributes(rule.labels), str(len(rule.ranges)))
         console.print(labels)
 
 

@@ -45,7 +45,6 @@ from pyspark.sql import functions as F
 
 from streaming.decode import EVENT_COLUMNS
 
-STATE_COLUMNS = ("catalog", "resource_version", "stable_epoch", "leader_epoch", "publish_mode")
 PENDING_COLUMNS = (*EVENT_COLUMNS, "epoch", "sequenced")
 SLIM_COLUMNS = tuple(c for c in PENDING_COLUMNS if c != "mutations")
 ROW_ID = ("catalog", "resource_version", "partition", "offset", "priority")
@@ -137,7 +136,7 @@ def gate(sequenced: DataFrame, state: DataFrame) -> FoldResult:
         F.greatest("new_leader_epoch", F.coalesce("leader_epoch", F.lit(0))).alias(
             "leader_epoch"),
         F.coalesce("new_mode", "publish_mode", F.lit("auto")).alias("publish_mode"),
-    )  # STATE_COLUMNS, in order
+    )  # catalog_state's columns, in order
     stable = (state.select("catalog", "stable_epoch").join(
         new_state.select("catalog", F.col("stable_epoch").alias("moved")), "catalog", "full")
         .select("catalog", F.coalesce("moved", "stable_epoch").alias("stable")))
@@ -157,18 +156,13 @@ def gate(sequenced: DataFrame, state: DataFrame) -> FoldResult:
     return FoldResult(state=new_state, outcome=outcome)
 
 
-def fold_batch(events: DataFrame, pending: DataFrame, state: DataFrame) -> FoldResult:
-    """Steps 1-3 at once (`gate` over `sequence`), nothing materialized."""
-    return gate(sequence(events, pending, state), state)
-
-
 def with_mutations(outcome: DataFrame, events: DataFrame, pending: DataFrame) -> DataFrame:
     """The outcome's rows in full: `PENDING_COLUMNS` + `applied`.
 
     Args:
         outcome: `FoldResult.outcome`, small enough to broadcast (materialize it first).
-        events: The batch's events, as given to `fold_batch`.
-        pending: `pending_changes`, as given to `fold_batch`.
+        events: The batch's events, as given to `sequence`.
+        pending: `pending_changes`, as given to `sequence`.
     """
     rows = (pending.drop("epoch", "sequenced").withColumn("priority", F.lit(0))
             .unionByName(events.select(*EVENT_COLUMNS).withColumn("priority", F.lit(1))))

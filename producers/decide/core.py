@@ -46,7 +46,7 @@ from events.event import Event
 from events.intents import LeaderElected
 from events.replies import Rejected
 from producers.decide.rules import (
-    attributes,
+    labels,
     partitions,
     publication,
     regions,
@@ -114,8 +114,8 @@ _RULES: dict[type[Any], Callable[[Image, Any], Decision]] = {
     TruncatePartition: partitions.truncate,
     ExchangePartition: partitions.exchange,
     FailoverRegion: regions.failover,
-    SetAttributes: attributes.set_attributes,
-    ResetAttributes: attributes.reset_attributes,
+    SetAttributes: labels.set_attributes,
+    ResetAttributes: labels.reset_attributes,
     Publish: publication.publish,
     AdvanceStableEpoch: publication.advance_stable_epoch,
     SetPublishMode: publication.set_publish_mode,

@@ -11,8 +11,10 @@ the fields directly, as `model_construct` and `model_copy` would, and still
 refuse a missing or unknown field (a programming error).
 
 Use them only for values whose every field is already of its model's type
-(tuples, not lists; models, not dicts): `tests/leader/test_trusted.py` checks
-that every event a random workload decides equals its validated round trip.
+(tuples, not lists; models, not dicts): the property tests
+(`tests/domain/test_properties_trusted.py`) check that every event `decide`
+accepts over random command sequences, and every model in it, equals what full
+validation gives, and that no command fails to encode for a value of the wrong type.
 """
 
 from __future__ import annotations

@@ -137,11 +137,6 @@ class Leader:
         assert self._layout is not None, "start() the leader first"
         return self._layout
 
-    @property
-    def owned_partitions(self) -> frozenset[int]:
-        """The commands partitions this leader owns now."""
-        return frozenset(self._owners)
-
     def position(self, partition: int) -> int | None:
         """The next commands offset this leader serves on `partition` (None if not owned)."""
         owner = self._owners.get(partition)

@@ -52,7 +52,6 @@ class CatalogFeed:
         partition: The events partition the catalog lives in.
         history: The published changes, for watches.
         last_occurred_at: When the last applied event happened.
-        last_offset: The offset of the last applied event's record, or None.
     """
 
     image: Image
@@ -60,7 +59,6 @@ class CatalogFeed:
     history: History
     stats: FeedStats = field(default_factory=FeedStats)
     last_occurred_at: datetime | None = None
-    last_offset: int | None = None
     _held: dict[int, list[tuple[Event, int, bytes]]] = field(default_factory=dict)
     _batch: list[WatchEvent] = field(default_factory=list)
 
@@ -121,7 +119,6 @@ class CatalogFeed:
         self._batch.extend(published_changes(before, event))
         self.stats.applied += 1
         self.last_occurred_at = event.occurred_at
-        self.last_offset = offset
         return []
 
     def held_offset(self) -> int | None:

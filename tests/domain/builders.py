@@ -66,11 +66,6 @@ def deleted(event: Event) -> set[str]:
     return {m.key for m in event.mutations if m.op is MutationOp.DELETE}
 
 
-def put_keys(event: Event) -> set[str]:
-    """The keys the event PUTs."""
-    return {m.key for m in event.mutations if m.op is MutationOp.PUT}
-
-
 def last(catalog: LocalCatalog) -> Event:
     """The catalog's newest event."""
     return catalog.events[-1]

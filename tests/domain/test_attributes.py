@@ -4,8 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from events.labels import format_attributes
 from events.values import Label
-from producers.decide.attributes import format_attributes, parse_attributes
+from producers.decide.rules.labels import parse_attributes
 from producers.errors import InvalidAttributes
 
 

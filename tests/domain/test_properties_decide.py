@@ -33,7 +33,7 @@ from events.commands import (
     TruncatePartition,
 )
 from events.event import Event
-from events.keys import parse_key
+from events.keys import DATANODE_TABLE, LABEL_RULE, REMOVED, TABLE_INFO, TABLE_NAME, TABLE_ROUTE
 from events.values import DatanodeTableValue, TableInfoValue, TableNameValue, TableRouteValue
 from producers.decide.core import Rejection
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT
@@ -197,11 +197,11 @@ def table_problem(
 def outside_the_rules(key: str, value: object) -> str | None:
     """Why a written key or value breaks the key layout or the rules, or None."""
     try:
-        parsed = parse_key(key)
+        kind, parts = parse_key(key)
     except ValueError as error:
         return str(error)[:160]
-    if parsed.kind == "table_name":
-        problem = next(filter(None, map(name_problem, parsed.parts[1:])), None)
+    if kind == "table_name":
+        problem = next(filter(None, map(name_problem, parts[1:])), None)
         if problem is not None or not isinstance(value, TableNameValue | None):
             return problem or "a name key holds no TableNameValue"
     if isinstance(value, TableInfoValue):
@@ -217,3 +217,28 @@ def outside_the_rules(key: str, value: object) -> str | None:
         if any(d < 0 for d in leaders):
             return f"a region is led by a negative datanode id ({min(leaders)})"
     return None
+
+
+LAYOUT = {
+    TABLE_INFO: ("table_info", 1),
+    TABLE_NAME: ("table_name", 3),
+    TABLE_ROUTE: ("table_route", 1),
+    DATANODE_TABLE: ("datanode_table", 2),
+}
+"""Each key prefix of the layout (DESIGN.md): its kind and how many `/`-separated parts follow."""
+
+
+def parse_key(key: str) -> tuple[str, tuple[str, ...]]:
+    """A key's kind and parts under the key layout; `ValueError` names a key outside it."""
+    is_removed = key.startswith(REMOVED)
+    body = key[len(REMOVED) :] if is_removed else key
+    prefix, _, rest = body.partition("/")
+    if prefix == LABEL_RULE and rest and not is_removed:
+        return "label_rule", (rest,)
+    kind = LAYOUT.get(prefix)
+    parts = tuple(rest.split("/")) if rest else ()
+    if kind is None or len(parts) != kind[1] or not all(parts):
+        raise ValueError(f"key {key!r} is not in the metadata key layout")
+    if is_removed and kind[0] not in ("table_info", "table_route"):
+        raise ValueError(f"key {key!r}: only table info and routes move under {REMOVED}")
+    return kind[0], parts

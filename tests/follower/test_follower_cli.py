@@ -23,6 +23,10 @@ def test_show_snapshot_and_the_demo_hook(
     where = ["--bootstrap", wire.bootstrap, "--prefix", wire.prefix, "--catalog", CATALOG]
     assert main(["show", *where]) == 0
     shown = capsys.readouterr().out
+    rules = catalog.image.published.label_rules()
+    assert rules  # each rule's labels print as TiDB's attribute string, `k=v,k1=v1`
+    assert all(rule.rule_id in shown for rule in rules)
+    assert all(",".join(f"{x.key}={x.value}" for x in rule.labels) in shown for rule in rules)
     tables = [v for _, v in catalog.image.published.items() if isinstance(v, TableInfoValue)]
     assert tables and f"resource_version {catalog.image.resource_version}" in shown
     assert all(f"{t.schema_name}.{t.table_name}" in shown for t in tables)

@@ -22,6 +22,7 @@ from events.keys import datanode_table_key, removed, table_info_key
 from events.values import (
     DatanodeTableValue,
     KeyValue,
+    PartitionDef,
     RegionRoute,
     TableInfoValue,
     TableRouteValue,
@@ -29,7 +30,13 @@ from events.values import (
 )
 from producers.decide.rules.limits import TABLE_ID_MAX
 from producers.decide.trusted import replaced, trusted
-from producers.errors import InvalidCommand, OutOfRange, TableNotFound, VersionConflict
+from producers.errors import (
+    InvalidCommand,
+    OutOfRange,
+    PartitionNotFound,
+    TableNotFound,
+    VersionConflict,
+)
 from projector.fold.image import Image
 
 REGION_BITS = 32
@@ -86,6 +93,17 @@ def live_table_by_id(image: Image, table_id: int) -> TableInfoValue:
             "re-read the catalog for its current id"
         )
     return info
+
+
+def find_partition(info: TableInfoValue, name: str) -> PartitionDef:
+    """The partition of that name, or `PartitionNotFound`."""
+    for partition in info.partitions:
+        if partition.name == name:
+            return partition
+    raise PartitionNotFound(
+        f"table `{qualified(info.schema_name, info.table_name)}` has no partition `{name}`: "
+        "re-read its partitions"
+    )
 
 
 def check_version(info: TableInfoValue, expected: int | None) -> None:

@@ -5,11 +5,9 @@ The table's rule lists every partition's range, so each of these moves the
 table rule's ranges too; a dropped partition's own rule goes at once.
 """
 
-from events.changes import Mutation
 from events.commands import AddPartition, DropPartition, ExchangePartition, TruncatePartition
 from events.intents import PartitionAdded, PartitionDropped, PartitionExchanged, PartitionTruncated
-from events.keys import label_rule_key, table_info_key, table_name_key, table_route_key
-from events.labels import label_rule, partition_rule_ranges, rule_id, table_rule_ranges
+from events.keys import table_info_key, table_name_key, table_route_key
 from events.values import PartitionDef, TableInfoValue, TableNameValue
 from producers.decide.rules.common import (
     Change,
@@ -18,6 +16,7 @@ from producers.decide.rules.common import (
     check_version,
     delete,
     delete_datanode_tables,
+    find_partition,
     live_table,
     mutations,
     new_ids,
@@ -27,25 +26,9 @@ from producers.decide.rules.common import (
     rekeyed_route,
     touched,
 )
-from producers.decide.rules.label_rules import (
-    follow_rules,
-    follow_table_rule,
-    partition_rule,
-    table_rule,
-)
-from producers.errors import InvalidCommand, PartitionExists, PartitionNotFound
+from producers.decide.rules.labels import follow_rules, follow_table_rule, swapped_rules
+from producers.errors import InvalidCommand, PartitionExists
 from projector.fold.image import Image
-
-
-def find_partition(info: TableInfoValue, name: str) -> PartitionDef:
-    """The partition of that name, or `PartitionNotFound`."""
-    for partition in info.partitions:
-        if partition.name == name:
-            return partition
-    raise PartitionNotFound(
-        f"table `{qualified(info.schema_name, info.table_name)}` has no partition `{name}`: "
-        "re-read its partitions"
-    )
 
 
 def add(image: Image, command: AddPartition) -> Change:
@@ -168,33 +151,7 @@ def exchange(image: Image, command: ExchangePartition) -> Change:
             ],
             put_datanode_tables(new_route, moved_other.version),
             follow_table_rule(image.head, info, changed),
-            _swapped_rules(image, info, partition, other, moved_other),
+            swapped_rules(image.head, info, partition.name, other, moved_other),
         ),
         tables=touched(image, info.table_id, oid, pid),
     )
-
-
-def _swapped_rules(
-    image: Image,
-    info: TableInfoValue,
-    partition: PartitionDef,
-    other: TableInfoValue,
-    moved_other: TableInfoValue,
-) -> list[Mutation]:
-    """The partition's and the plain table's rules, swapped with each other's id and ranges."""
-    part_rule = partition_rule(image.head, info, partition.name)
-    other_rule = table_rule(image.head, other)
-    part_id = rule_id(info.schema_name, info.table_name, partition.name)
-    other_id = rule_id(other.schema_name, other.table_name)
-    out: list[Mutation] = []
-    if other_rule is not None:
-        swapped = label_rule(part_id, other_rule.labels, partition_rule_ranges(other.table_id))
-        out.append(put(label_rule_key(part_id), swapped))
-    elif part_rule is not None:
-        out.append(delete(label_rule_key(part_id)))
-    if part_rule is not None:
-        swapped = label_rule(other_id, part_rule.labels, table_rule_ranges(moved_other))
-        out.append(put(label_rule_key(other_id), swapped))
-    elif other_rule is not None:
-        out.append(delete(label_rule_key(other_id)))
-    return out

@@ -39,7 +39,7 @@ from producers.decide.rules.common import (
     qualified,
     touched,
 )
-from producers.decide.rules.label_rules import follow_rules
+from producers.decide.rules.labels import follow_rules
 from producers.errors import (
     ColumnExists,
     ColumnNotFound,

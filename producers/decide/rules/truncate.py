@@ -19,7 +19,7 @@ from producers.decide.rules.common import (
     rekeyed_route,
     touched,
 )
-from producers.decide.rules.label_rules import follow_rules
+from producers.decide.rules.labels import follow_rules
 from producers.decide.rules.tables import live_route
 from projector.fold.image import Image
 
