@@ -180,12 +180,12 @@ class Workload:
         return [t.table_name for t in tables if t is not None and not t.partitions] or list(NAMES)
 
     def _recover_or_purge(self, catalog: str) -> bool:
-        # Sorted: `removed_tables` scans a HAMT, whose order follows the string hash seed.
-        removed = sorted(self.catalogs[catalog].image.head.removed_tables(),
+        # Sorted: `dropped_tables` scans a HAMT, whose order follows the string hash seed.
+        dropped = sorted(self.catalogs[catalog].image.head.dropped_tables(),
                          key=lambda t: t.table_id)
-        if not removed:
+        if not dropped:
             return False
-        table = self.rng.choice(removed)
+        table = self.rng.choice(dropped)
         if self.rng.random() < 0.5:
             return self.submit(catalog, RecoverTable, table_name=table.table_name,
                                table_id=table.table_id)

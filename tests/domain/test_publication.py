@@ -131,7 +131,7 @@ def test_create_and_drop_published_at_one_epoch_cancel_out_for_followers() -> No
     for image in (before, after):
         seen.append(image.published.table_by_name("public", "orders"))
     assert seen == [None, None]
-    assert after.published.removed_table(1) is not None
+    assert after.published.dropped_table(1) is not None
 
 
 def test_create_and_drop_published_at_different_epochs_appear_in_order() -> None:

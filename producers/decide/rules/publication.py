@@ -57,7 +57,7 @@ def publish(image: Image, command: Publish) -> EpochAssigned:
             "SetPublishMode explicit first to publish by hand"
         )
     table, epoch = command.table_id, command.epoch
-    info = image.head.table(table) or image.head.removed_table(table)
+    info = image.head.table(table) or image.head.dropped_table(table)
     if info is not None:
         check_version(info, command.expected_version)
     changes = image.pending_changes(table)
