@@ -260,8 +260,8 @@ class Workload:
         nothing is left without an epoch.
         """
         image = self.catalogs[catalog].image
-        epoch = max([image.stable_epoch + 1, *(c.epoch for c in image.pending.values())])
-        while waiting := sorted({t for c in image.pending.values() if c.epoch == 0
+        epoch = max([image.stable_epoch + 1, *(c.schema_epoch for c in image.pending.values())])
+        while waiting := sorted({t for c in image.pending.values() if c.schema_epoch == 0
                                  for t in c.table_ids}):
             published = [self.submit(catalog, Publish, table_id=t, epoch=epoch) for t in waiting]
             assert any(published), "the earliest change without an epoch can always take one"

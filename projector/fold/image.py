@@ -25,11 +25,11 @@ class PendingChange:
 
     Attributes:
         event: The change event as logged (its `schema_epoch` is 0).
-        epoch: The epoch `Publish` assigned; 0 until then.
+        schema_epoch: The epoch `Publish` assigned; 0 until then.
     """
 
     event: Event
-    epoch: int = 0
+    schema_epoch: int = 0
 
     @property
     def resource_version(self) -> int:
@@ -54,9 +54,9 @@ class Image:
     Attributes:
         catalog: The catalog's name.
         head: Every committed change applied: what the leader decides on.
-        published: The changes with `0 < epoch <= stable_epoch`, applied in
-            (epoch, resource_version) order: what followers show. In auto mode
-            it is the same object as `head`.
+        published: The changes with `0 < schema_epoch <= stable_epoch`, applied
+            in (schema_epoch, resource_version) order: what followers show. In
+            auto mode it is the same object as `head`.
         resource_version: The last applied event's; 0 for an empty log.
         stable_epoch: The highest epoch released to followers.
         publish_mode: `auto` (default) or `explicit`.
@@ -156,4 +156,4 @@ class Image:
         if at == 0 or versions[at - 1] in assigning:
             return None
         earlier = self.pending[versions[at - 1]]
-        return None if 0 < earlier.epoch <= epoch else earlier
+        return None if 0 < earlier.schema_epoch <= epoch else earlier
