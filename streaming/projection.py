@@ -119,7 +119,8 @@ def table_schemas(spark: SparkSession) -> dict[str, StructType]:
     schemas: dict[str, StructType] = {
         "metadata_log": log_rows(decoded).schema,
         "quarantine": quarantine_rows(decoded).schema,
-        "pending_changes": StructType([*events.schema.fields, StructField("epoch", LongType()),
+        "pending_changes": StructType([*events.schema.fields,
+                                        StructField("schema_epoch", LongType()),
                                         StructField("sequenced", BooleanType())]),
         "catalog_state": STATE_SCHEMA,
     }
@@ -257,10 +258,10 @@ def _divergence(offending: DataFrame, batch_id: int) -> EpochOutOfOrder:
     first = offending.orderBy("catalog", "resource_version", "key").first()
     assert first is not None
     earlier = ("an earlier change writing it is still pending" if first["earlier_pending"]
-               else f"an earlier change writing it has epoch {first['earlier_epoch']}")
+               else f"an earlier change writing it has epoch {first['earlier_schema_epoch']}")
     return EpochOutOfOrder(
         first["resource_version"],
-        f"catalog `{first['catalog']}`: applying it at epoch {first['epoch']} writes key "
+        f"catalog `{first['catalog']}`: applying it at epoch {first['schema_epoch']} writes key "
         f"`{first['key']}` while {earlier}; the projection stopped before writing batch "
         f"{batch_id}: the log breaks the publication order, rebuild it from a trusted one")
 

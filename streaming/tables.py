@@ -1,7 +1,7 @@
 """The current-state tables: which keys each holds and its typed columns.
 
 Every table is keyed by (`catalog`, `key`) and carries `schema_epoch` and
-`resource_version`: the (epoch, resource_version) of the change that wrote
+`resource_version`: the (schema_epoch, resource_version) of the change that wrote
 the row, which is also the fold's order, so a MERGE updates a row only when
 the source is newer. `op` is kept on the merge source only (PUT writes the
 row, DELETE removes it) and dropped from the tables.
