@@ -84,7 +84,7 @@ class ProjectionConfig:
     Attributes:
         bootstrap: Kafka `host:port` list.
         topic: The events topic (`{prefix}.events`).
-        tables: Root directory (or URI) of the Delta tables, one sub-directory each.
+        delta_dir: Root directory (or URI) of the Delta tables, one sub-directory each.
         checkpoint: The streaming checkpoint directory; it owns the query id.
         max_offsets_per_trigger: At most this many records per micro-batch (all if None).
         trigger_seconds: The micro-batch interval of a continuous run.
@@ -94,7 +94,7 @@ class ProjectionConfig:
 
     bootstrap: str
     topic: str
-    tables: str
+    delta_dir: str
     checkpoint: str
     max_offsets_per_trigger: int | None = None
     trigger_seconds: float = 5.0
@@ -103,7 +103,7 @@ class ProjectionConfig:
 
     def path(self, table: str) -> str:
         """The location of one table."""
-        return f"{self.tables.rstrip('/')}/{table}"
+        return f"{self.delta_dir.rstrip('/')}/{table}"
 
 
 def table_schemas(spark: SparkSession) -> dict[str, StructType]:

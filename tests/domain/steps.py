@@ -231,7 +231,9 @@ def live_tables(image: Image) -> list[TableInfoValue]:
 def unpublished_ids(image: Image) -> list[int]:
     """The ids of the tables with a pending change that has no epoch yet."""
     return sorted(
-        t for t in image.pending_by_table if any(c.schema_epoch == 0 for c in image.pending_changes(t))
+        t
+        for t in image.pending_by_table
+        if any(c.schema_epoch == 0 for c in image.pending_changes(t))
     )
 
 

@@ -207,7 +207,10 @@ def test_table_versions_are_dense_and_followers_never_see_above_the_stable_epoch
             assert table.version == before.version_of(table.table_id) + 1  # counts on across roles
             info = image.head.table(table.table_id) or image.head.dropped_table(table.table_id)
             assert info is None or info.version == table.version
-        assert all(c.schema_epoch == 0 or c.schema_epoch > image.stable_epoch for c in image.pending.values())
+        assert all(
+            c.schema_epoch == 0 or c.schema_epoch > image.stable_epoch
+            for c in image.pending.values()
+        )
         assert image.published == _published_by_definition(
             catalog.events[: event.resource_version], image.stable_epoch
         )
