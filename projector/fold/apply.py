@@ -231,7 +231,7 @@ def _epoch_assigned(intent: EpochAssigned, image: Image, event: Event) -> Change
             f"assigns epoch {epoch} to resource versions {listed} but table {table}'s "
             f"unassigned pending changes are {unassigned}",
         )
-    last = image.table_epochs.get(table, 0)
+    last = image.table_schema_epochs.get(table, 0)
     if epoch <= image.stable_epoch or epoch < last:
         raise Divergence(
             at,
@@ -253,7 +253,8 @@ def _epoch_assigned(intent: EpochAssigned, image: Image, event: Event) -> Change
     pending = image.pending.mutate()
     for rv in listed:
         pending[rv] = PendingChange(image.pending[rv].event, schema_epoch=epoch)
-    return dict(pending=pending.finish(), table_epochs=image.table_epochs.set(table, epoch))
+    epochs = image.table_schema_epochs.set(table, epoch)
+    return dict(pending=pending.finish(), table_schema_epochs=epochs)
 
 
 @_fold.register

@@ -60,8 +60,9 @@ class Image:
         resource_version: The last applied event's; 0 for an empty log.
         stable_epoch: The highest epoch released to followers.
         publish_mode: `auto` (default) or `explicit`.
-        table_epochs: Table id → the last epoch a `Publish` gave its changes
-            (explicit mode only; in auto mode every epoch is at or below stable).
+        table_schema_epochs: Table id → the last schema_epoch a `Publish` gave
+            its changes (explicit mode only; in auto mode every epoch is at or
+            below stable).
         pending: Resource version → the committed change still hidden from followers.
         pending_by_table: Table id → the resource versions of its pending changes,
             ascending.
@@ -84,7 +85,7 @@ class Image:
     resource_version: int = 0
     stable_epoch: int = 0
     publish_mode: PublishMode = "auto"
-    table_epochs: Map[int, int] = field(default_factory=Map)
+    table_schema_epochs: Map[int, int] = field(default_factory=Map)
     pending: Map[int, PendingChange] = field(default_factory=Map)
     pending_by_table: Map[int, tuple[int, ...]] = field(default_factory=Map)
     pending_by_key: Map[str, tuple[int, ...]] = field(default_factory=Map)

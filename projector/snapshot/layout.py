@@ -12,7 +12,8 @@ FORMAT = 3
 
 3: the image's `retired_versions` in the metadata (a format-2 image lacks
 them, and a loaded image must equal the replay); the pending section's
-`epoch` column is named `schema_epoch`.
+`epoch` column is named `schema_epoch`, the metadata's `table_epochs`
+`table_schema_epochs`.
 """
 
 HEAD, PUBLISHED, PENDING, DEFINITIONS = range(4)

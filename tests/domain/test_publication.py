@@ -74,7 +74,7 @@ def test_publish_below_the_tables_last_published_epoch_is_refused() -> None:
     # Once released, the table's last epoch is at or below stable, so an epoch
     # below it fails the stable check first (EpochRegression covers it while pending).
     image = catalog.image
-    assert image.table_epochs[1] == 5
+    assert image.table_schema_epochs[1] == 5
     with pytest.raises(EpochNotAboveStable):
         catalog.submit(_publish(1, 5))
     catalog.submit(_publish(1, 7))

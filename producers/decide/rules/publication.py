@@ -74,7 +74,7 @@ def publish(image: Image, command: Publish) -> EpochAssigned:
             f"publish at {image.stable_epoch + 1} or later"
         )
     highest = max(c.schema_epoch for c in changes)
-    last = image.table_epochs.get(table, 0)
+    last = image.table_schema_epochs.get(table, 0)
     if highest > epoch or last > epoch:
         raise EpochRegression(
             f"table id {table} already has epoch {max(highest, last)}: publish at "
