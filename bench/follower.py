@@ -24,7 +24,7 @@ stopped at the end). Phases (`--phases`):
   (`bench.follower_snapshot`: the same records, decoder and fold, minutes
   instead of 12); then the cold starts from it, as `warm`.
 - `warm`: only the cold starts from a snapshot kept by an earlier run
-  (`--bootstrap`, `--log PREFIX`, `--snapshots DIR`), to repeat them.
+  (`--bootstrap`, `--log PREFIX`, `--snapshot-dir DIR`), to repeat them.
 """
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ def run(bootstrap: str, args: argparse.Namespace) -> None:
     else:
         topics = Topics(args.log)
     with tempfile.TemporaryDirectory(prefix="metalog-bench-snap-") as tmp:
-        snaps = args.snapshots or tmp
+        snaps = args.snapshot_dir or tmp
         _cold(bootstrap, topics, snaps, args)
     if "cold" in args.phases:
         decode = raw_decode(bootstrap, topics, min(args.tables, args.decode_sample))
@@ -334,7 +334,7 @@ def main() -> None:
     parser.add_argument("--decode-sample", type=int, default=200_000)
     parser.add_argument("--bootstrap", default=None)
     parser.add_argument("--log", default=None, help="reuse this prefix's log of --tables creates")
-    parser.add_argument("--snapshots", default=None, help="keep snapshots here (default: temp)")
+    parser.add_argument("--snapshot-dir", default=None, help="keep snapshots here (default: temp)")
     parser.add_argument("--cold", nargs=5, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--leader", nargs=4, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--raw", nargs=3, default=None, help=argparse.SUPPRESS)

@@ -180,12 +180,12 @@ class Workload:
         return [t.table_name for t in tables if t is not None and not t.partitions] or list(NAMES)
 
     def _recover_or_purge(self, catalog: str) -> bool:
-        # Sorted: `removed_tables` scans a HAMT, whose order follows the string hash seed.
-        removed = sorted(self.catalogs[catalog].image.head.removed_tables(),
+        # Sorted: `dropped_tables` scans a HAMT, whose order follows the string hash seed.
+        dropped = sorted(self.catalogs[catalog].image.head.dropped_tables(),
                          key=lambda t: t.table_id)
-        if not removed:
+        if not dropped:
             return False
-        table = self.rng.choice(removed)
+        table = self.rng.choice(dropped)
         if self.rng.random() < 0.5:
             return self.submit(catalog, RecoverTable, table_name=table.table_name,
                                table_id=table.table_id)
@@ -260,8 +260,8 @@ class Workload:
         nothing is left without an epoch.
         """
         image = self.catalogs[catalog].image
-        epoch = max([image.stable_epoch + 1, *(c.epoch for c in image.pending.values())])
-        while waiting := sorted({t for c in image.pending.values() if c.epoch == 0
+        epoch = max([image.stable_epoch + 1, *(c.schema_epoch for c in image.pending.values())])
+        while waiting := sorted({t for c in image.pending.values() if c.schema_epoch == 0
                                  for t in c.table_ids}):
             published = [self.submit(catalog, Publish, table_id=t, epoch=epoch) for t in waiting]
             assert any(published), "the earliest change without an epoch can always take one"

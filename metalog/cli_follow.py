@@ -159,11 +159,11 @@ def _show(args: argparse.Namespace) -> int:
 def _snapshot(args: argparse.Namespace) -> int:
     console = Console()
     if args.action == "create":
-        with _follower(args, snapshot_dir=args.dir) as follower:
+        with _follower(args, snapshot_dir=args.snapshot_dir) as follower:
             _caught_up(follower, args)
             console.print(f"wrote {follower.snapshot()}")
         return 0
-    paths = [Path(p) for p in args.paths] or list_snapshots(Path(args.dir), args.catalog)
+    paths = [Path(p) for p in args.paths] or list_snapshots(Path(args.snapshot_dir), args.catalog)
     failed = 0
     for path in paths:
         try:
@@ -199,6 +199,7 @@ def add_parser(subparsers: Any) -> None:
     show.set_defaults(func=_show)
     snap = subparsers.add_parser("snapshot", parents=[common], help="create, list, verify")
     snap.add_argument("action", choices=("create", "list", "verify"))
-    snap.add_argument("paths", nargs="*", help="snapshot files to verify (default: all in --dir)")
-    snap.add_argument("--dir", default=DEFAULT_SNAPSHOTS, help="the snapshot folder")
+    snap.add_argument("paths", nargs="*",
+                      help="snapshot files to verify (default: all in --snapshot-dir)")
+    snap.add_argument("--snapshot-dir", default=DEFAULT_SNAPSHOTS, help="the snapshot folder")
     snap.set_defaults(func=_snapshot)

@@ -20,7 +20,7 @@ def _project(args: argparse.Namespace) -> int:
     config = ProjectionConfig(
         bootstrap=args.bootstrap,
         topic=Topics(args.prefix).events,
-        tables=args.tables,
+        delta_dir=args.delta_dir,
         checkpoint=args.checkpoint,
         max_offsets_per_trigger=args.max_offsets_per_trigger,
         trigger_seconds=args.trigger_seconds,
@@ -31,9 +31,9 @@ def _project(args: argparse.Namespace) -> int:
     try:
         if config.once:
             run_once(spark, config)
-            print(f"metalog: projected {config.topic} into {config.tables}")
+            print(f"metalog: projected {config.topic} into {config.delta_dir}")
         else:
-            print(f"metalog: projecting {config.topic} into {config.tables} (Ctrl-C stops)")
+            print(f"metalog: projecting {config.topic} into {config.delta_dir} (Ctrl-C stops)")
             start_projection(spark, config).awaitTermination()
     finally:
         spark.stop()
@@ -51,8 +51,8 @@ def add_parser(subparsers: Any) -> None:
                              "local stack's)")
     parser.add_argument("--prefix", default=stack.topic_prefix,
                         help="topic name prefix (default: METALOG_TOPIC_PREFIX or metalog)")
-    parser.add_argument("--tables", default=f"{DEFAULT_ROOT}/tables",
-                        help="root directory of the Delta tables")
+    parser.add_argument("--delta-dir", default=f"{DEFAULT_ROOT}/tables",
+                        help="root directory of the Delta tables, one sub-directory each")
     parser.add_argument("--checkpoint", default=f"{DEFAULT_ROOT}/checkpoint",
                         help="streaming checkpoint directory (owns the query id)")
     parser.add_argument("--master", default="local[2]", help="Spark master URL")

@@ -69,7 +69,7 @@ def project(bootstrap: str, topics: Topics, config: StackConfig, catalog: str) -
     projection = ProjectionConfig(
         bootstrap=bootstrap,
         topic=topics.events,
-        tables=str(root / "tables"),
+        delta_dir=str(root / "tables"),
         checkpoint=str(root / "checkpoint"),
     )
     spark = spark_session(app_name="metalog-demo")
@@ -83,7 +83,7 @@ def project(bootstrap: str, topics: Topics, config: StackConfig, catalog: str) -
         "region_label": ("rule_id", "rule_type", "region_label", "ranges"),
     }
     for name, columns in shown.items():
-        rows = [r for r in read_rows(projection.tables, name) if r.get("catalog") == catalog]
+        rows = [r for r in read_rows(projection.delta_dir, name) if r.get("catalog") == catalog]
         print_rows(console, f"Delta `{name}` of {catalog}", rows, columns)
 
 

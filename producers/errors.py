@@ -185,7 +185,7 @@ class TableNotFound(CommandRejected):
     """No live (or, for purge/recover, dropped) table matches."""
 
 
-class NotRemoved(CommandRejected):
+class NotDropped(CommandRejected):
     """Purge of a table that is live, not dropped: drop it first."""
 
 

@@ -32,11 +32,16 @@ CONTROL_TYPES: tuple[str, ...] = tuple(
 )
 
 EVENT_COLUMNS: tuple[str, ...] = (
-    "catalog", "resource_version", "leader_epoch", "schema_epoch", "event_type", "is_change",
+    "catalog", "resource_version", "leader_epoch", "logged_schema_epoch", "intent", "is_change",
     "assign_epoch", "assign_resource_versions", "stable_epoch_to", "publish_mode", "mutations",
     "partition", "offset",
 )
-"""The normalized event: envelope, the control facts the fold needs, and the mutations."""
+"""The normalized event: envelope, the control facts the fold needs, and the mutations.
+
+`logged_schema_epoch` is the event's own `schema_epoch`, as logged (0 for a
+change waiting for `Publish`): the fold's `schema_epoch` column is the epoch a
+change is published at, assigned later in explicit mode.
+"""
 
 
 def _fingerprint() -> Column:
@@ -77,7 +82,7 @@ def _reason(decoders: list[SparkDecoder]) -> Column:
     )
 
 
-def _event_type() -> Column:
+def _intent() -> Column:
     """The intent's record name: the one non-null member of the `intent` union."""
     result = F.lit(None).cast("string")
     for name in (*CHANGE_TYPES, *CONTROL_TYPES):
@@ -104,14 +109,14 @@ def decode(raw: DataFrame) -> DataFrame:
 def normalize(decoded: DataFrame) -> DataFrame:
     """The decoded rows (reason null) as normalized events, `EVENT_COLUMNS` in order."""
     intent = "event.intent"
-    event_type = _event_type()
+    intent_name = _intent()
     return decoded.where(F.col("reason").isNull()).select(
         F.col("event.catalog").alias("catalog"),
         F.col("event.resource_version").alias("resource_version"),
         F.col("event.leader_epoch").alias("leader_epoch"),
-        F.col("event.schema_epoch").alias("schema_epoch"),
-        event_type.alias("event_type"),
-        event_type.isin(*CHANGE_TYPES).alias("is_change"),
+        F.col("event.schema_epoch").alias("logged_schema_epoch"),
+        intent_name.alias("intent"),
+        intent_name.isin(*CHANGE_TYPES).alias("is_change"),
         F.col(f"{intent}.member_EpochAssigned.epoch").alias("assign_epoch"),
         F.col(f"{intent}.member_EpochAssigned.resource_versions").alias(
             "assign_resource_versions"),
@@ -128,7 +133,7 @@ def log_rows(decoded: DataFrame) -> DataFrame:
     return decoded.where(F.col("reason").isNull()).select(
         F.col("event.catalog").alias("catalog"),
         F.col("event.resource_version").alias("resource_version"),
-        _event_type().alias("event_type"),
+        _intent().alias("intent"),
         F.col("event.event_id").alias("event_id"),
         F.col("event.leader_epoch").alias("leader_epoch"),
         F.col("event.schema_epoch").alias("schema_epoch"),

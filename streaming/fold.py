@@ -10,21 +10,22 @@ view has a declarative form that set operations can compute per batch:
    never order anything.
 2. Control facts of the newly sequenced events: the stable epoch becomes the
    highest of the old one, every `StableEpochAdvanced` and every change's
-   own `schema_epoch` (auto mode stamps `stable + 1` on each change and
-   publishes it at once); `EpochAssigned` gives its epoch to the listed
-   pending changes; the last `PublishModeSet` sets the mode.
-3. Gate. A sequenced change is applied once `0 < epoch <= stable`; the others
-   stay pending. Publication only ever assigns epochs above stable, so what a
-   batch applies always comes after what earlier batches applied in the fold's
-   (epoch, resource_version) order.
+   `logged_schema_epoch` (auto mode stamps `stable + 1` on each change and
+   publishes it at once); a change's `schema_epoch` starts as the one it was
+   logged with and `EpochAssigned` gives its epoch to the listed pending
+   changes; the last `PublishModeSet` sets the mode.
+3. Gate. A sequenced change is applied once `0 < schema_epoch <= stable`; the
+   others stay pending. Publication only ever assigns epochs above stable, so
+   what a batch applies always comes after what earlier batches applied in the
+   fold's (schema_epoch, resource_version) order.
 4. After-images. Per key, the applied mutation with the highest
-   (epoch, resource_version) wins: PUT writes the row, DELETE removes it.
+   (schema_epoch, resource_version) wins: PUT writes the row, DELETE removes it.
 
 The publication-order rule (DESIGN.md) makes that order agree with the log's
 for every key. `out_of_order` re-checks it where it matters here, at the
 gate: a change applied while an earlier change writing one of its keys stays
-pending, or has a higher epoch, would be shown out of order; the projection
-stops on it with a divergence instead of writing the batch.
+pending, or has a higher schema_epoch, would be shown out of order; the
+projection stops on it with a divergence instead of writing the batch.
 
 Steps 1-3 run on a slim frame without the nested `mutations` (the wide part
 of a row); the few rows that survive (applied or still pending) take their
@@ -45,7 +46,7 @@ from pyspark.sql import functions as F
 
 from streaming.decode import EVENT_COLUMNS
 
-PENDING_COLUMNS = (*EVENT_COLUMNS, "epoch", "sequenced")
+PENDING_COLUMNS = (*EVENT_COLUMNS, "schema_epoch", "sequenced")
 SLIM_COLUMNS = tuple(c for c in PENDING_COLUMNS if c != "mutations")
 ROW_ID = ("catalog", "resource_version", "partition", "offset", "priority")
 """A candidate row's identity: `priority` 0 = from `pending_changes`, 1 = from the batch.
@@ -62,7 +63,7 @@ class FoldResult:
     Attributes:
         state: The new `catalog_state` rows of the catalogs that moved.
         outcome: Every row that is applied or stays pending (`ROW_ID`,
-            `epoch`, `sequenced`, `applied`), without mutations.
+            `schema_epoch`, `sequenced`, `applied`), without mutations.
     """
 
     state: DataFrame
@@ -90,7 +91,8 @@ def sequence(events: DataFrame, pending: DataFrame, state: DataFrame) -> DataFra
     fresh = (events.select(*[c for c in EVENT_COLUMNS if c != "mutations"])
              .join(F.broadcast(base), "catalog", "left")
              .where(F.col("resource_version") > F.coalesce("base_rv", F.lit(0)))
-             .select("*", F.lit(None).cast("long").alias("epoch"), F.lit(False).alias("sequenced"),
+             .select("*", F.lit(None).cast("long").alias("schema_epoch"),
+                     F.lit(False).alias("sequenced"),
                      F.lit(1).alias("priority"))
              .drop("base_rv"))
     old = pending.select(*SLIM_COLUMNS, F.lit(0).alias("priority"))
@@ -124,7 +126,8 @@ def gate(sequenced: DataFrame, state: DataFrame) -> FoldResult:
         F.max("resource_version").alias("new_rv"),
         F.max("leader_epoch").alias("new_leader_epoch"),
         F.greatest(F.max("stable_epoch_to"),
-                   F.max(F.when(F.col("is_change"), F.col("schema_epoch")))).alias("new_stable"),
+                   F.max(F.when(F.col("is_change"), F.col("logged_schema_epoch")))).alias(
+                       "new_stable"),
         F.max_by("publish_mode", F.when(F.col("publish_mode").isNotNull(),
                                         F.col("resource_version"))).alias("new_mode"),
     )
@@ -145,13 +148,15 @@ def gate(sequenced: DataFrame, state: DataFrame) -> FoldResult:
         "catalog", F.explode("assign_resource_versions").alias("resource_version"),
         F.col("assign_epoch").alias("assigned"))
     changes = (old.unionByName(newly.where("is_change").withColumn(
-                   "epoch", F.col("schema_epoch")).withColumn("sequenced", F.lit(True)))
+                   "schema_epoch", F.col("logged_schema_epoch")).withColumn(
+                   "sequenced", F.lit(True)))
                .join(assigned, ["catalog", "resource_version"], "left")
-               .withColumn("epoch", F.coalesce("assigned", "epoch"))
+               .withColumn("schema_epoch", F.coalesce("assigned", "schema_epoch"))
                .join(stable, "catalog", "left"))
-    published = (F.col("epoch") > 0) & (F.col("epoch") <= F.coalesce("stable", F.lit(0)))
-    outcome = (changes.select(*ROW_ID, "epoch", "sequenced", published.alias("applied"))
-               .unionByName(held.select(*ROW_ID, "epoch", "sequenced",
+    published = ((F.col("schema_epoch") > 0)
+                 & (F.col("schema_epoch") <= F.coalesce("stable", F.lit(0))))
+    outcome = (changes.select(*ROW_ID, "schema_epoch", "sequenced", published.alias("applied"))
+               .unionByName(held.select(*ROW_ID, "schema_epoch", "sequenced",
                                         F.lit(False).alias("applied"))))
     return FoldResult(state=new_state, outcome=outcome)
 
@@ -164,7 +169,7 @@ def with_mutations(outcome: DataFrame, events: DataFrame, pending: DataFrame) ->
         events: The batch's events, as given to `sequence`.
         pending: `pending_changes`, as given to `sequence`.
     """
-    rows = (pending.drop("epoch", "sequenced").withColumn("priority", F.lit(0))
+    rows = (pending.drop("schema_epoch", "sequenced").withColumn("priority", F.lit(0))
             .unionByName(events.select(*EVENT_COLUMNS).withColumn("priority", F.lit(1))))
     return rows.join(F.broadcast(outcome), list(ROW_ID)).select(*PENDING_COLUMNS, "applied")
 
@@ -172,7 +177,7 @@ def with_mutations(outcome: DataFrame, events: DataFrame, pending: DataFrame) ->
 def out_of_order(rows: DataFrame) -> DataFrame:
     """The applied changes that an earlier change writing one of their keys is not applied before.
 
-    Only explicit-mode changes (`schema_epoch` 0) can be out of order: auto
+    Only explicit-mode changes (`logged_schema_epoch` 0) can be out of order: auto
     mode stamps epochs in log order and applies each change at once. The
     rule's other half, table ids, is the Python fold's: what the projection
     shows is keys.
@@ -181,23 +186,23 @@ def out_of_order(rows: DataFrame) -> DataFrame:
         rows: `with_mutations`' output.
 
     Returns:
-        `catalog`, `resource_version`, `epoch`, `key`, `earlier_epoch` (the
-        highest epoch of an earlier change writing the key) and
+        `catalog`, `resource_version`, `schema_epoch`, `key`,
+        `earlier_schema_epoch` (the highest of an earlier change writing the key) and
         `earlier_pending` (whether one of those is not applied), one row per
         offending (change, key).
     """
-    keyed = rows.where(F.col("is_change") & (F.col("schema_epoch") == 0)).select(
-        "catalog", "resource_version", "epoch", "applied",
+    keyed = rows.where(F.col("is_change") & (F.col("logged_schema_epoch") == 0)).select(
+        "catalog", "resource_version", "schema_epoch", "applied",
         F.explode(F.array_distinct("mutations.key")).alias("key"))
     earlier = (Window.partitionBy("catalog", "key").orderBy("resource_version")
                .rowsBetween(Window.unboundedPreceding, -1))
     checked = keyed.select(
-        "catalog", "resource_version", "epoch", "key", "applied",
-        F.max("epoch").over(earlier).alias("earlier_epoch"),
+        "catalog", "resource_version", "schema_epoch", "key", "applied",
+        F.max("schema_epoch").over(earlier).alias("earlier_schema_epoch"),
         F.max((~F.col("applied")).cast("int")).over(earlier).alias("earlier_pending"))
-    return checked.where(F.col("applied") & ((F.col("earlier_pending") == 1)
-                                             | (F.col("earlier_epoch") > F.col("epoch")))).select(
-        "catalog", "resource_version", "epoch", "key", "earlier_epoch",
+    later = F.col("earlier_schema_epoch") > F.col("schema_epoch")
+    return checked.where(F.col("applied") & ((F.col("earlier_pending") == 1) | later)).select(
+        "catalog", "resource_version", "schema_epoch", "key", "earlier_schema_epoch",
         (F.col("earlier_pending") == 1).alias("earlier_pending"))
 
 
@@ -209,10 +214,10 @@ def winners(rows: DataFrame) -> DataFrame:
 
     Returns:
         `catalog`, `key`, `op`, `value`, `schema_epoch` (the change's
-        effective epoch) and `resource_version`, one row per key.
+        publication epoch) and `resource_version`, one row per key.
     """
     exploded = rows.where("applied").select(
-        "catalog", F.col("epoch").alias("schema_epoch"), "resource_version",
+        "catalog", "schema_epoch", "resource_version",
         F.posexplode("mutations").alias("pos", "m"))
     latest = _newer([F.col("schema_epoch").desc(), F.col("resource_version").desc(),
                      F.col("pos").desc()], ["catalog", "key"])

@@ -84,7 +84,7 @@ class ProjectionConfig:
     Attributes:
         bootstrap: Kafka `host:port` list.
         topic: The events topic (`{prefix}.events`).
-        tables: Root directory (or URI) of the Delta tables, one sub-directory each.
+        delta_dir: Root directory (or URI) of the Delta tables, one sub-directory each.
         checkpoint: The streaming checkpoint directory; it owns the query id.
         max_offsets_per_trigger: At most this many records per micro-batch (all if None).
         trigger_seconds: The micro-batch interval of a continuous run.
@@ -94,7 +94,7 @@ class ProjectionConfig:
 
     bootstrap: str
     topic: str
-    tables: str
+    delta_dir: str
     checkpoint: str
     max_offsets_per_trigger: int | None = None
     trigger_seconds: float = 5.0
@@ -103,7 +103,7 @@ class ProjectionConfig:
 
     def path(self, table: str) -> str:
         """The location of one table."""
-        return f"{self.tables.rstrip('/')}/{table}"
+        return f"{self.delta_dir.rstrip('/')}/{table}"
 
 
 def table_schemas(spark: SparkSession) -> dict[str, StructType]:
@@ -119,7 +119,8 @@ def table_schemas(spark: SparkSession) -> dict[str, StructType]:
     schemas: dict[str, StructType] = {
         "metadata_log": log_rows(decoded).schema,
         "quarantine": quarantine_rows(decoded).schema,
-        "pending_changes": StructType([*events.schema.fields, StructField("epoch", LongType()),
+        "pending_changes": StructType([*events.schema.fields,
+                                        StructField("schema_epoch", LongType()),
                                         StructField("sequenced", BooleanType())]),
         "catalog_state": STATE_SCHEMA,
     }
@@ -257,10 +258,10 @@ def _divergence(offending: DataFrame, batch_id: int) -> EpochOutOfOrder:
     first = offending.orderBy("catalog", "resource_version", "key").first()
     assert first is not None
     earlier = ("an earlier change writing it is still pending" if first["earlier_pending"]
-               else f"an earlier change writing it has epoch {first['earlier_epoch']}")
+               else f"an earlier change writing it has epoch {first['earlier_schema_epoch']}")
     return EpochOutOfOrder(
         first["resource_version"],
-        f"catalog `{first['catalog']}`: applying it at epoch {first['epoch']} writes key "
+        f"catalog `{first['catalog']}`: applying it at epoch {first['schema_epoch']} writes key "
         f"`{first['key']}` while {earlier}; the projection stopped before writing batch "
         f"{batch_id}: the log breaks the publication order, rebuild it from a trusted one")
 

@@ -37,7 +37,7 @@ def read_table(root: str, name: str, version: int | None = None) -> pa.Table:
     """One table as Arrow.
 
     Args:
-        root: The tables root (`metalog project --tables`).
+        root: The tables root (`metalog project --delta-dir`).
         name: The table's name, e.g. `table_info`.
         version: A Delta version to time-travel to; the latest if None.
 

@@ -1,7 +1,7 @@
 """The current-state tables: which keys each holds and its typed columns.
 
 Every table is keyed by (`catalog`, `key`) and carries `schema_epoch` and
-`resource_version`: the (epoch, resource_version) of the change that wrote
+`resource_version`: the (schema_epoch, resource_version) of the change that wrote
 the row, which is also the fold's order, so a MERGE updates a row only when
 the source is newer. `op` is kept on the merge source only (PUT writes the
 row, DELETE removes it) and dropped from the tables.
@@ -51,7 +51,7 @@ TABLE_FILTERS: dict[str, Callable[[], Column]] = {
     "datanode_table": lambda: _is(DATANODE_TABLE),
     "label_rule": lambda: _is(LABEL_RULE),
     "region_label": lambda: _is(LABEL_RULE),
-    "removed_tables": lambda: F.col("key").startswith(REMOVED),
+    "dropped_tables": lambda: F.col("key").startswith(REMOVED),
 }
 
 
@@ -122,9 +122,9 @@ def _region_label(m: DataFrame) -> DataFrame:
                         region_label.alias("region_label"), ranges.alias("ranges"), *TRAILER)
 
 
-def _removed_tables(m: DataFrame) -> DataFrame:
+def _dropped_tables(m: DataFrame) -> DataFrame:
     body = F.substring_index(F.expr(f"substring(key, {len(REMOVED) + 1})"), "/", 1)
-    return m.where(table_filter("removed_tables")).select(
+    return m.where(table_filter("dropped_tables")).select(
         *KEY_COLUMNS, "op",
         F.when(body == TABLE_INFO, F.lit("table_info")).otherwise(F.lit("table_route")).alias(
             "kind"),
@@ -142,7 +142,7 @@ CURRENT_TABLES: dict[str, Callable[[DataFrame], DataFrame]] = {
     "datanode_table": _datanode_table,
     "label_rule": _label_rule,
     "region_label": _region_label,
-    "removed_tables": _removed_tables,
+    "dropped_tables": _dropped_tables,
 }
 """Table name → the merge source (with `op`) built from the winning mutations."""
 

@@ -118,7 +118,7 @@ class MetadataClient:
         return self._table(c.RecoverTable, schema_name, table_name, call, table_id=table_id)
 
     def purge_table(self, table_id: int, **call: Any) -> Committed:
-        """Delete a dropped table's removed keys and label rules for good."""
+        """Delete a dropped table's `__removed-` keys and label rules for good."""
         return self._send(c.PurgeTable, call, table_id=table_id)
 
     def rename_table(

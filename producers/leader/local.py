@@ -33,7 +33,10 @@ DEDUPE_WINDOW = 10_000
 """Recent outcomes kept for dedupe: retries arrive within seconds, not 10k commands later."""
 
 _Outcome = tuple[int, tuple[tuple[int, int], ...], int]
-"""A committed outcome in the dedupe window: (resource_version, ((table_id, version), …), epoch)."""
+"""A committed outcome in the dedupe window.
+
+(resource_version, ((table_id, version), …), schema_epoch).
+"""
 
 
 class LocalCatalog:

@@ -223,7 +223,7 @@ def _epoch_assigned(intent: EpochAssigned, image: Image, event: Event) -> Change
     at, epoch, table = event.resource_version, intent.epoch, intent.table_id
     if image.publish_mode != "explicit":
         raise Divergence(at, "assigns an epoch in auto mode, where nothing is pending")
-    unassigned = [c.resource_version for c in image.pending_changes(table) if c.epoch == 0]
+    unassigned = [c.resource_version for c in image.pending_changes(table) if c.schema_epoch == 0]
     listed = list(intent.resource_versions)
     if not listed or listed != sorted(set(listed)) or not set(listed) <= set(unassigned):
         raise Divergence(
@@ -231,7 +231,7 @@ def _epoch_assigned(intent: EpochAssigned, image: Image, event: Event) -> Change
             f"assigns epoch {epoch} to resource versions {listed} but table {table}'s "
             f"unassigned pending changes are {unassigned}",
         )
-    last = image.table_epochs.get(table, 0)
+    last = image.table_schema_epochs.get(table, 0)
     if epoch <= image.stable_epoch or epoch < last:
         raise Divergence(
             at,
@@ -247,13 +247,14 @@ def _epoch_assigned(intent: EpochAssigned, image: Image, event: Event) -> Change
                 at,
                 f"gives epoch {epoch} to the change at resource_version {rv} while the "
                 f"earlier change at {earlier.resource_version} (same {shared}) has "
-                + (f"epoch {earlier.epoch}" if earlier.epoch else "no epoch")
+                + (f"epoch {earlier.schema_epoch}" if earlier.schema_epoch else "no epoch")
                 + ": followers would see them out of order",
             )
     pending = image.pending.mutate()
     for rv in listed:
-        pending[rv] = PendingChange(image.pending[rv].event, epoch)
-    return dict(pending=pending.finish(), table_epochs=image.table_epochs.set(table, epoch))
+        pending[rv] = PendingChange(image.pending[rv].event, schema_epoch=epoch)
+    epochs = image.table_schema_epochs.set(table, epoch)
+    return dict(pending=pending.finish(), table_schema_epochs=epochs)
 
 
 @_fold.register
@@ -267,8 +268,8 @@ def _stable_epoch_advanced(intent: StableEpochAdvanced, image: Image, event: Eve
     if image.publish_mode == "auto":
         return dict(stable_epoch=epoch)
     ready = sorted(
-        (c for c in image.pending.values() if 0 < c.epoch <= epoch),
-        key=lambda c: (c.epoch, c.resource_version),
+        (c for c in image.pending.values() if 0 < c.schema_epoch <= epoch),
+        key=lambda c: (c.schema_epoch, c.resource_version),
     )
     if not ready:
         return dict(stable_epoch=epoch)

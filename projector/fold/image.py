@@ -25,11 +25,11 @@ class PendingChange:
 
     Attributes:
         event: The change event as logged (its `schema_epoch` is 0).
-        epoch: The epoch `Publish` assigned; 0 until then.
+        schema_epoch: The epoch `Publish` assigned; 0 until then.
     """
 
     event: Event
-    epoch: int = 0
+    schema_epoch: int = 0
 
     @property
     def resource_version(self) -> int:
@@ -54,14 +54,15 @@ class Image:
     Attributes:
         catalog: The catalog's name.
         head: Every committed change applied: what the leader decides on.
-        published: The changes with `0 < epoch <= stable_epoch`, applied in
-            (epoch, resource_version) order: what followers show. In auto mode
-            it is the same object as `head`.
+        published: The changes with `0 < schema_epoch <= stable_epoch`, applied
+            in (schema_epoch, resource_version) order: what followers show. In
+            auto mode it is the same object as `head`.
         resource_version: The last applied event's; 0 for an empty log.
         stable_epoch: The highest epoch released to followers.
         publish_mode: `auto` (default) or `explicit`.
-        table_epochs: Table id → the last epoch a `Publish` gave its changes
-            (explicit mode only; in auto mode every epoch is at or below stable).
+        table_schema_epochs: Table id → the last schema_epoch a `Publish` gave
+            its changes (explicit mode only; in auto mode every epoch is at or
+            below stable).
         pending: Resource version → the committed change still hidden from followers.
         pending_by_table: Table id → the resource versions of its pending changes,
             ascending.
@@ -84,7 +85,7 @@ class Image:
     resource_version: int = 0
     stable_epoch: int = 0
     publish_mode: PublishMode = "auto"
-    table_epochs: Map[int, int] = field(default_factory=Map)
+    table_schema_epochs: Map[int, int] = field(default_factory=Map)
     pending: Map[int, PendingChange] = field(default_factory=Map)
     pending_by_table: Map[int, tuple[int, ...]] = field(default_factory=Map)
     pending_by_key: Map[str, tuple[int, ...]] = field(default_factory=Map)
@@ -156,4 +157,4 @@ class Image:
         if at == 0 or versions[at - 1] in assigning:
             return None
         earlier = self.pending[versions[at - 1]]
-        return None if 0 < earlier.epoch <= epoch else earlier
+        return None if 0 < earlier.schema_epoch <= epoch else earlier

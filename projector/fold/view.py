@@ -117,7 +117,7 @@ class View:
         """The live table with this id."""
         return self._info(table_info_key(table_id))
 
-    def removed_table(self, table_id: int) -> TableInfoValue | None:
+    def dropped_table(self, table_id: int) -> TableInfoValue | None:
         """The dropped (not yet purged) table with this id."""
         return self._info(removed(table_info_key(table_id)))
 
@@ -125,7 +125,7 @@ class View:
         packed = self.values.get(key)
         return packed if isinstance(packed, TableInfoValue) else None
 
-    def removed_tables(self) -> Iterator[TableInfoValue]:
+    def dropped_tables(self) -> Iterator[TableInfoValue]:
         """Every dropped, not yet purged table; a scan of all keys (recover by name is rare)."""
         for key in self.values:
             if key.startswith(_REMOVED_INFO_PREFIX):
@@ -148,7 +148,7 @@ class View:
         value = self.get(table_route_key(table_id))
         return value if isinstance(value, TableRouteValue) else None
 
-    def removed_route(self, table_id: int) -> TableRouteValue | None:
+    def dropped_route(self, table_id: int) -> TableRouteValue | None:
         """The dropped table's region routes."""
         value = self.get(removed(table_route_key(table_id)))
         return value if isinstance(value, TableRouteValue) else None
@@ -201,8 +201,8 @@ class View:
         return effective_labels(table_rule, own)
 
     def version_of(self, table_id: int) -> int:
-        """The table's version: its live or removed info's; 0 for an id without one."""
-        info = self.table(table_id) or self.removed_table(table_id)
+        """The table's version: its live or dropped info's; 0 for an id without one."""
+        info = self.table(table_id) or self.dropped_table(table_id)
         return 0 if info is None else info.version
 
     def holds(self, requirement: Requirement) -> bool:

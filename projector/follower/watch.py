@@ -66,11 +66,11 @@ def published_changes(before: Image, event: Event) -> list[WatchEvent]:
     if not isinstance(intent, StableEpochAdvanced) or before.publish_mode != "explicit":
         return []
     ready = sorted(
-        (c for c in before.pending.values() if 0 < c.epoch <= intent.epoch),
-        key=lambda c: (c.epoch, c.resource_version),
+        (c for c in before.pending.values() if 0 < c.schema_epoch <= intent.epoch),
+        key=lambda c: (c.schema_epoch, c.resource_version),
     )
     return [
-        WatchEvent(at, c.resource_version, c.epoch, m.key, m.op, m.value)
+        WatchEvent(at, c.resource_version, c.schema_epoch, m.key, m.op, m.value)
         for c in ready
         for m in c.event.mutations
     ]

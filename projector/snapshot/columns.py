@@ -62,7 +62,7 @@ NEEDS: dict[int, tuple[str, ...]] = {
     ROUTE: ("key", "table_id", "routes"),
     DATANODE_TABLE: ("key", "table_id", "version", "datanode_id", "regions"),
     RULE: ("key", "rule_id", "rule_type", "labels", "ranges"),
-    CHANGE: ("key", "event", "epoch"),
+    CHANGE: ("key", "event", "schema_epoch"),
 }
 """The columns each kind reads; they must hold no nulls."""
 OPTIONAL: dict[int, tuple[str, ...]] = {COLUMN: ("default_value",)}
@@ -117,7 +117,7 @@ def image_batches(image: Image) -> Iterator[pa.RecordBatch]:
         {
             "key": [str(rv) for rv, _ in changes],
             "event": [encode_event(change.event) for _, change in changes],
-            "epoch": [change.epoch for _, change in changes],
+            "schema_epoch": [change.schema_epoch for _, change in changes],
         },
     )
 

@@ -11,7 +11,9 @@ FORMAT = 3
 """Bumped whenever the layout changes; other formats are refused, never misread.
 
 3: the image's `retired_versions` in the metadata (a format-2 image lacks
-them, and a loaded image must equal the replay).
+them, and a loaded image must equal the replay); the pending section's
+`epoch` column is named `schema_epoch`, the metadata's `table_epochs`
+`table_schema_epochs`.
 """
 
 HEAD, PUBLISHED, PENDING, DEFINITIONS = range(4)
@@ -61,6 +63,6 @@ SCHEMA = pa.schema(
         ("labels", pa.list_(_PAIR)),
         ("ranges", pa.list_(pa.struct([("start_key", _str), ("end_key", _str)]))),
         ("event", pa.binary()),
-        ("epoch", pa.int64()),
+        ("schema_epoch", pa.int64()),
     ]
 )

@@ -52,10 +52,10 @@ def load_views(
         if kind == COLUMN:
             definitions.extend(_definitions(columns))
         elif kind == CHANGE:
-            for rv, data, epoch in zip(
+            for rv, data, schema_epoch in zip(
                 *(columns[c].to_pylist() for c in NEEDS[CHANGE]), strict=True
             ):
-                pending[int(rv)] = PendingChange(decode_event(data), epoch)
+                pending[int(rv)] = PendingChange(decode_event(data), schema_epoch)
         else:
             if kind == INFO:
                 _check_indexes(columns, len(definitions))

@@ -116,7 +116,7 @@ class Run:
         image = self.image
         if image.publish_mode != "explicit" or not image.pending:
             return
-        highest = max(c.epoch for c in image.pending.values())
+        highest = max(c.schema_epoch for c in image.pending.values())
         final = max(highest, image.stable_epoch) + 1
         progress = True
         while progress:
@@ -136,7 +136,7 @@ class Run:
         oldest: dict[int, int] = {}
         for rv in sorted(self.image.pending):
             change = self.image.pending[rv]
-            if change.epoch == 0:
+            if change.schema_epoch == 0:
                 for table_id in change.table_ids:
                     oldest.setdefault(table_id, rv)
         return sorted(oldest, key=oldest.__getitem__)

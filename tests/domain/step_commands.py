@@ -177,7 +177,7 @@ def _publish(image: Image, f: Fields) -> Command:
 
 
 def _purge(image: Image, f: Fields) -> Command:
-    dropped = sorted(t.table_id for t in image.head.removed_tables())
+    dropped = sorted(t.table_id for t in image.head.dropped_tables())
     return make(PurgeTable, table_id=_pick(dropped, f["table"]) or 1)
 
 

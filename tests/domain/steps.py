@@ -231,7 +231,9 @@ def live_tables(image: Image) -> list[TableInfoValue]:
 def unpublished_ids(image: Image) -> list[int]:
     """The ids of the tables with a pending change that has no epoch yet."""
     return sorted(
-        t for t in image.pending_by_table if any(c.epoch == 0 for c in image.pending_changes(t))
+        t
+        for t in image.pending_by_table
+        if any(c.schema_epoch == 0 for c in image.pending_changes(t))
     )
 
 
@@ -240,7 +242,7 @@ def epoch(image: Image, spec: str) -> int:
 
     At most `LONG_MAX`: a command from the topic holds Avro longs, nothing larger.
     """
-    highest = max((c.epoch for c in image.pending.values()), default=image.stable_epoch)
+    highest = max((c.schema_epoch for c in image.pending.values()), default=image.stable_epoch)
     if spec.startswith("highest"):
         wanted = max(highest, image.stable_epoch) + spec.count("+1")
     else:

@@ -65,7 +65,7 @@ def _command(image: Image, step: Step) -> Command:
         1: lambda: command(DropTable, table_name=name),
         2: lambda: command(RecoverTable, table_name=name),
         3: lambda: command(
-            PurgeTable, table_id=_pick([t.table_id for t in image.head.removed_tables()], k)
+            PurgeTable, table_id=_pick([t.table_id for t in image.head.dropped_tables()], k)
         ),
         4: lambda: command(RenameTable, table_name=name, new_table_name=NAMES[(n + 1 + k % 2) % 4]),
         5: lambda: command(
@@ -189,8 +189,8 @@ def _same_view(view: View, replayed: View) -> None:
         assert view.datanode_table_ids(datanode) == replayed.datanode_table_ids(datanode)
         assert view.datanode_tables(datanode) == replayed.datanode_tables(datanode)
     assert view.rules == replayed.rules
-    removed = sorted(t.table_id for t in replayed.removed_tables())
-    assert sorted(t.table_id for t in view.removed_tables()) == removed
+    dropped = sorted(t.table_id for t in replayed.dropped_tables())
+    assert sorted(t.table_id for t in view.dropped_tables()) == dropped
 
 
 @common
@@ -205,9 +205,12 @@ def test_table_versions_are_dense_and_followers_never_see_above_the_stable_epoch
         image = apply(image, event)
         for table in event.tables:
             assert table.version == before.version_of(table.table_id) + 1  # counts on across roles
-            info = image.head.table(table.table_id) or image.head.removed_table(table.table_id)
+            info = image.head.table(table.table_id) or image.head.dropped_table(table.table_id)
             assert info is None or info.version == table.version
-        assert all(c.epoch == 0 or c.epoch > image.stable_epoch for c in image.pending.values())
+        assert all(
+            c.schema_epoch == 0 or c.schema_epoch > image.stable_epoch
+            for c in image.pending.values()
+        )
         assert image.published == _published_by_definition(
             catalog.events[: event.resource_version], image.stable_epoch
         )

@@ -112,7 +112,7 @@ def test_an_accepted_command_changes_the_table_it_names_and_no_other(
         if isinstance(outcome, Event) and named:
             assert isinstance(command, TableCommand)
             table_id = outcome.tables[0].table_id
-            info = before.head.table(table_id) or before.head.removed_table(table_id)
+            info = before.head.table(table_id) or before.head.dropped_table(table_id)
             assert info is not None
             changed = (info.schema_name, info.table_name)
             wanted = (command.schema_name, command.table_name)

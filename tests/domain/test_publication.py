@@ -33,7 +33,7 @@ def test_a_change_in_explicit_mode_stays_pending_until_published_and_stable() ->
     assert [c.resource_version for c in image.pending_changes(1)] == [2]
     catalog.submit(_publish(1, 5))
     assert last(catalog).intent == EpochAssigned(table_id=1, epoch=5, resource_versions=(2,))
-    assert catalog.image.pending_changes(1)[0].epoch == 5
+    assert catalog.image.pending_changes(1)[0].schema_epoch == 5
     assert catalog.image.published.table(1) is None
     catalog.submit(_advance(5))
     assert last(catalog).intent == StableEpochAdvanced(epoch=5)
@@ -60,7 +60,7 @@ def test_publish_below_an_epoch_a_pending_change_already_has_is_epoch_regression
     with pytest.raises(EpochRegression, match="already has epoch 5: publish at 5 or later"):
         catalog.submit(_publish(1, 4))
     catalog.submit(_publish(1, 5))
-    assert [c.epoch for c in catalog.image.pending_changes(1)] == [5, 5]
+    assert [c.schema_epoch for c in catalog.image.pending_changes(1)] == [5, 5]
 
 
 def test_publish_below_the_tables_last_published_epoch_is_refused() -> None:
@@ -74,7 +74,7 @@ def test_publish_below_the_tables_last_published_epoch_is_refused() -> None:
     # Once released, the table's last epoch is at or below stable, so an epoch
     # below it fails the stable check first (EpochRegression covers it while pending).
     image = catalog.image
-    assert image.table_epochs[1] == 5
+    assert image.table_schema_epochs[1] == 5
     with pytest.raises(EpochNotAboveStable):
         catalog.submit(_publish(1, 5))
     catalog.submit(_publish(1, 7))
@@ -131,7 +131,7 @@ def test_create_and_drop_published_at_one_epoch_cancel_out_for_followers() -> No
     for image in (before, after):
         seen.append(image.published.table_by_name("public", "orders"))
     assert seen == [None, None]
-    assert after.published.removed_table(1) is not None
+    assert after.published.dropped_table(1) is not None
 
 
 def test_create_and_drop_published_at_different_epochs_appear_in_order() -> None:

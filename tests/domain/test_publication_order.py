@@ -43,8 +43,8 @@ def _publish(catalog: LocalCatalog, table_id: int, epoch: int) -> EpochAssigned:
 def _release_all(catalog: LocalCatalog) -> None:
     """Publish whatever is left in resource_version order, release it, and check the oracle."""
     image = catalog.image
-    epoch = max([image.stable_epoch + 1, *(c.epoch for c in image.pending.values())])
-    while waiting := sorted(rv for rv, c in catalog.image.pending.items() if c.epoch == 0):
+    epoch = max([image.stable_epoch + 1, *(c.schema_epoch for c in image.pending.values())])
+    while waiting := sorted(rv for rv, c in catalog.image.pending.items() if c.schema_epoch == 0):
         _publish(catalog, catalog.image.pending[waiting[0]].table_ids[0], epoch)
     catalog.submit(command(AdvanceStableEpoch, epoch=epoch))
     assert not catalog.image.pending
@@ -194,7 +194,7 @@ def test_an_epoch_assigned_out_of_order_stops_the_fold_and_the_follower(
 ) -> None:
     catalog, created = _renamed_then_reused(rename_epoch)
     image = catalog.image
-    assert [c.epoch for c in image.pending_changes(1)] == [rename_epoch or 0]
+    assert [c.schema_epoch for c in image.pending_changes(1)] == [rename_epoch or 0]
     crafted = reseal(
         created,
         resource_version=created.resource_version + 1,

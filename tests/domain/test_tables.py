@@ -18,7 +18,7 @@ from producers.errors import (
     ColumnExists,
     ColumnNotFound,
     NameTaken,
-    NotRemoved,
+    NotDropped,
     TableNotFound,
     VersionConflict,
 )
@@ -80,12 +80,12 @@ def test_drop_moves_info_and_route_to_removed_and_deletes_name_and_datanode_keys
     assert isinstance(event.intent, TableDropped)
     assert event.requirements == (KeyAtVersion(key=INFO, version=1),)
     assert deleted(event) == {INFO, ROUTE, NAME, "__dn_table/1/1"}
-    removed_info = writes(event)[REMOVED_INFO]
-    assert isinstance(removed_info, TableInfoValue) and removed_info.version == 2
-    assert writes(event)[REMOVED_ROUTE] == catalog.image.head.removed_route(1)
+    dropped_info = writes(event)[REMOVED_INFO]
+    assert isinstance(dropped_info, TableInfoValue) and dropped_info.version == 2
+    assert writes(event)[REMOVED_ROUTE] == catalog.image.head.dropped_route(1)
     head = catalog.image.head
     assert head.table(1) is None and head.table_by_name("public", "orders") is None
-    assert head.removed_table(1) == removed_info
+    assert head.dropped_table(1) == dropped_info
     assert head.datanode_tables(1) == ()
 
 
@@ -164,10 +164,10 @@ def test_purge_deletes_removed_keys_and_the_tables_label_rules() -> None:
     assert len(catalog.image.head) == 0
 
 
-def test_purge_of_a_live_table_is_not_removed_and_of_an_unknown_id_table_not_found() -> None:
+def test_purge_of_a_live_table_is_not_dropped_and_of_an_unknown_id_table_not_found() -> None:
     catalog = local()
     catalog.submit(create())
-    with pytest.raises(NotRemoved, match="drop it before purging"):
+    with pytest.raises(NotDropped, match="drop it before purging"):
         catalog.submit(command(PurgeTable, table_id=1))
     with pytest.raises(TableNotFound):
         catalog.submit(command(PurgeTable, table_id=9))

@@ -30,10 +30,10 @@ def test_show_snapshot_and_the_demo_hook(
     tables = [v for _, v in catalog.image.published.items() if isinstance(v, TableInfoValue)]
     assert tables and f"resource_version {catalog.image.resource_version}" in shown
     assert all(f"{t.schema_name}.{t.table_name}" in shown for t in tables)
-    assert main(["snapshot", "create", *where, "--dir", str(tmp_path)]) == 0
-    assert main(["snapshot", "verify", *where, "--dir", str(tmp_path)]) == 0
+    assert main(["snapshot", "create", *where, "--snapshot-dir", str(tmp_path)]) == 0
+    assert main(["snapshot", "verify", *where, "--snapshot-dir", str(tmp_path)]) == 0
     assert "OK" in capsys.readouterr().out
     [path] = (tmp_path / CATALOG).glob("*.parquet")
     path.write_bytes(b"not parquet")
-    assert main(["snapshot", "list", *where, "--dir", str(tmp_path)]) == 1
+    assert main(["snapshot", "list", *where, "--snapshot-dir", str(tmp_path)]) == 1
     assert follow_demo(wire.bootstrap, wire.topics, CATALOG) == catalog.image

@@ -59,7 +59,7 @@ def test_the_columnar_round_trip_equals_full_replay_value_by_value(
     _same_view(image.published, replayed.published)
     assert (image.published is image.head) == (replayed.published is replayed.head)
     assert image.pending == replayed.pending and image.pending_by_table == replayed.pending_by_table
-    if rich:  # the random workload covers options, label rules and removed tables
+    if rich:  # the random workload covers options, label rules and dropped tables
         infos = [v for v in image.head.values.values() if isinstance(v, TableInfoValue)]
         assert any(v.options for v in infos) and image.head.rules
         assert any(k.startswith("__removed-") for k in image.head.values)

@@ -5,7 +5,7 @@ export (every committed key and value) and the image replayed from the log.
 The expectations come from DESIGN.md ("Commands and their rules") and TiDB's
 region-label proposal (the seeds): truncate gives new ids and the label
 ranges follow; a dropped partition's rule goes at once; exchange swaps the
-ids and the rules with them; purge deletes a dropped table's removed keys
+ids and the rules with them; purge deletes a dropped table's `__removed-` keys
 and label rules for good. Rule ranges are TiDB's record-key ranges of the
 ids (`record_key_range`, checked against TiDB's printed example in
 tests/domain/test_labels.py).
@@ -75,7 +75,7 @@ def test_purge_table_deletes_a_dropped_tables_keys_and_rules_for_good(
 
     assert [t.table_id for t in purged.tables] == [orders.table_id]
     assert client.export()["metadata"] == kept  # nothing of orders is left; keep is untouched
-    assert list(client.image().head.removed_tables()) == []
+    assert list(client.image().head.dropped_tables()) == []
     with pytest.raises(TableNotFound):
         client.recover_table("public", "orders")
     client.create_table("public", "orders", COLUMNS, partitions=("p0",))

@@ -47,7 +47,7 @@ def delta_values(root: str) -> dict[Key, KeyValue]:
     for key, row in _keyed(root, "label_rule").items():
         values[key] = LabelRuleValue(**{k: row[k] for k in (
             "rule_id", "rule_type", "labels", "ranges")})
-    for key, row in _keyed(root, "removed_tables").items():
+    for key, row in _keyed(root, "dropped_tables").items():
         if row["kind"] == "table_info":
             values[key] = _info(row["table_info"])
         else:

@@ -66,8 +66,8 @@ def test_a_batch_retried_after_a_crash_between_writes_changes_nothing_twice(
 
     projector(raw, 0)  # the retry: the same batch id, the same rows
 
-    assert_projection_equals(config.tables, [work.catalogs["explicit"].image])
-    assert len(read_rows(config.tables, "metadata_log")) == len(records)
+    assert_projection_equals(config.delta_dir, [work.catalogs["explicit"].image])
+    assert len(read_rows(config.delta_dir, "metadata_log")) == len(records)
 
 
 def _projector(spark: SparkSession, tmp_path: Path) -> BatchProjector:
@@ -114,9 +114,9 @@ def test_a_log_that_breaks_the_publication_order_stops_the_projection(
             "is still pending; the projection stopped before writing batch 0")):
         projector(_batch(spark, [*catalog.events, assigned, released]), 0)
 
-    tables = projector.config.tables
-    assert read_rows(tables, "catalog_state") == read_rows(tables, "metadata_log") == []
-    assert read_rows(tables, "table_name") == []
+    delta_dir = projector.config.delta_dir
+    assert read_rows(delta_dir, "catalog_state") == read_rows(delta_dir, "metadata_log") == []
+    assert read_rows(delta_dir, "table_name") == []
 
 
 def test_region_label_columns_format_like_the_python_rows(spark: SparkSession) -> None:

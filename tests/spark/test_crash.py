@@ -25,9 +25,9 @@ PARTITIONS = 2
 START_TIMEOUT_S = 600.0
 
 
-def _first_log_commit(tables: Path) -> bool:
+def _first_log_commit(delta_dir: Path) -> bool:
     """Whether the driver has appended a batch to `metadata_log` (version 1 exists)."""
-    return (tables / "metadata_log" / "_delta_log" / f"{1:020d}.json").exists()
+    return (delta_dir / "metadata_log" / "_delta_log" / f"{1:020d}.json").exists()
 
 
 def test_a_driver_killed_mid_batch_restarts_from_its_checkpoint(
@@ -37,15 +37,15 @@ def test_a_driver_killed_mid_batch_restarts_from_its_checkpoint(
     work.run(60)
     records = encoded(work.events())
     produce(made.bootstrap, made.events, records, PARTITIONS)
-    tables, checkpoint = tmp_path / "tables", tmp_path / "cp"
+    delta_dir, checkpoint = tmp_path / "tables", tmp_path / "cp"
     driver = subprocess.Popen(
         [sys.executable, "-m", "metalog.cli", "project", "--once", "--bootstrap",
-         made.bootstrap, "--prefix", made.prefix, "--tables", str(tables), "--checkpoint",
+         made.bootstrap, "--prefix", made.prefix, "--delta-dir", str(delta_dir), "--checkpoint",
          str(checkpoint), "--max-offsets-per-trigger", str(len(records) // 3)],
         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not _first_log_commit(tables) and driver.poll() is None:
+        while not _first_log_commit(delta_dir) and driver.poll() is None:
             assert time.monotonic() < deadline, "the driver never wrote a batch"
             time.sleep(0.2)
         assert driver.poll() is None, "the driver finished before it could be killed"
@@ -53,8 +53,8 @@ def test_a_driver_killed_mid_batch_restarts_from_its_checkpoint(
         os.killpg(driver.pid, signal.SIGKILL)  # the driver and its JVM, mid-batch
         driver.wait()
 
-    run_once(spark, ProjectionConfig(made.bootstrap, made.events, str(tables), str(checkpoint)))
+    run_once(spark, ProjectionConfig(made.bootstrap, made.events, str(delta_dir), str(checkpoint)))
 
-    assert_projection_equals(str(tables), [c.image for c in work.catalogs.values()])
-    offsets = [(r["partition"], r["offset"]) for r in read_rows(str(tables), "metadata_log")]
+    assert_projection_equals(str(delta_dir), [c.image for c in work.catalogs.values()])
+    offsets = [(r["partition"], r["offset"]) for r in read_rows(str(delta_dir), "metadata_log")]
     assert len(offsets) == len(set(offsets)) == len(records)

@@ -28,7 +28,7 @@ GARBAGE = {
 
 def _config(made: TopicSet, tmp_path: Path) -> ProjectionConfig:
     return ProjectionConfig(bootstrap=made.bootstrap, topic=made.events,
-                            tables=str(tmp_path / "tables"), checkpoint=str(tmp_path / "cp"))
+                            delta_dir=str(tmp_path / "tables"), checkpoint=str(tmp_path / "cp"))
 
 
 def _offsets(root: str) -> list[tuple[int, int]]:
@@ -55,25 +55,25 @@ def test_random_workload_equals_the_python_fold_across_restarts(
 
     run_once(spark, config)
 
-    assert_projection_equals(config.tables, [c.image for c in work.catalogs.values()])
-    assert len(_offsets(config.tables)) == len(records)
-    reasons = sorted(r["reason"] for r in read_rows(config.tables, "quarantine"))
+    assert_projection_equals(config.delta_dir, [c.image for c in work.catalogs.values()])
+    assert len(_offsets(config.delta_dir)) == len(records)
+    reasons = sorted(r["reason"] for r in read_rows(config.delta_dir, "quarantine"))
     assert len(reasons) == 3
     assert reasons[0].startswith("bad magic")
     assert reasons[1].startswith("undecodable Avro body")
     assert reasons[2].startswith("unknown writer schema fingerprint")
 
     run_once(spark, config)  # a restart with nothing new writes nothing
-    assert len(_offsets(config.tables)) == len(records)
+    assert len(_offsets(config.delta_dir)) == len(records)
 
     work.run(30)
     more = encoded(e for c in work.catalogs.values() for e in c.events
-                   if e.resource_version > _projected_rv(config.tables, c.image.catalog))
+                   if e.resource_version > _projected_rv(config.delta_dir, c.image.catalog))
     produce(made.bootstrap, made.events, more, PARTITIONS, transactional_id="t-commit")
     run_once(spark, config)
 
-    assert_projection_equals(config.tables, [c.image for c in work.catalogs.values()])
-    offsets = _offsets(config.tables)
+    assert_projection_equals(config.delta_dir, [c.image for c in work.catalogs.values()])
+    offsets = _offsets(config.delta_dir)
     assert len(offsets) == len(set(offsets)) == len(records) + len(more)
 
 
@@ -103,10 +103,10 @@ def test_pending_changes_wait_for_publication_and_gaps_hold_the_rest(
 
     held = replay(Image.empty("gapped"), gapped[:missing])
     assert explicit.image.pending, "the workload left no change pending"
-    assert_projection_equals(config.tables, [explicit.image, held])
+    assert_projection_equals(config.delta_dir, [explicit.image, held])
     hidden = {("explicit", key) for key, _ in explicit.image.head.items()} - {
         ("explicit", key) for key, _ in explicit.image.published.items()}
-    assert hidden and not hidden & delta_values(config.tables).keys()
+    assert hidden and not hidden & delta_values(config.delta_dir).keys()
 
     work.publish_all("explicit")
     produce(made.bootstrap, made.events,
@@ -114,5 +114,5 @@ def test_pending_changes_wait_for_publication_and_gaps_hold_the_rest(
     run_once(spark, config)
 
     assert not explicit.image.pending
-    assert_projection_equals(config.tables, [explicit.image, work.catalogs["gapped"].image])
-    assert read_rows(config.tables, "pending_changes") == []
+    assert_projection_equals(config.delta_dir, [explicit.image, work.catalogs["gapped"].image])
+    assert read_rows(config.delta_dir, "pending_changes") == []

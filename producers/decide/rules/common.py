@@ -123,10 +123,13 @@ def no_expected_version(command: CommandBase) -> None:
         )
 
 
-def at_version(info: TableInfoValue, *, removed_key: bool = False) -> KeyAtVersion:
-    """The requirement that the table's info is still at the version the rule read."""
+def at_version(info: TableInfoValue, *, dropped: bool = False) -> KeyAtVersion:
+    """The requirement that the table's info is still at the version the rule read.
+
+    `dropped`: the info of a dropped table, under `__removed-`.
+    """
     key = table_info_key(info.table_id)
-    return KeyAtVersion(key=removed(key) if removed_key else key, version=info.version)
+    return KeyAtVersion(key=removed(key) if dropped else key, version=info.version)
 
 
 def bumped(info: TableInfoValue, **update: object) -> TableInfoValue:

@@ -57,11 +57,11 @@ def publish(image: Image, command: Publish) -> EpochAssigned:
             "SetPublishMode explicit first to publish by hand"
         )
     table, epoch = command.table_id, command.epoch
-    info = image.head.table(table) or image.head.removed_table(table)
+    info = image.head.table(table) or image.head.dropped_table(table)
     if info is not None:
         check_version(info, command.expected_version)
     changes = image.pending_changes(table)
-    unassigned = [c for c in changes if c.epoch == 0]
+    unassigned = [c for c in changes if c.schema_epoch == 0]
     if not unassigned:
         raise NothingToPublish(
             f"table id {table} has no pending change without an epoch"
@@ -73,8 +73,8 @@ def publish(image: Image, command: Publish) -> EpochAssigned:
             f"epoch {epoch} is not above the stable epoch {image.stable_epoch}: "
             f"publish at {image.stable_epoch + 1} or later"
         )
-    highest = max(c.epoch for c in changes)
-    last = image.table_epochs.get(table, 0)
+    highest = max(c.schema_epoch for c in changes)
+    last = image.table_schema_epochs.get(table, 0)
     if highest > epoch or last > epoch:
         raise EpochRegression(
             f"table id {table} already has epoch {max(highest, last)}: publish at "
@@ -95,16 +95,16 @@ def _out_of_order(
     table: int, epoch: int, change: PendingChange, earlier: PendingChange, shared: str
 ) -> PublishOutOfOrder:
     tables = ", ".join(str(t) for t in dict.fromkeys(earlier.table_ids))
-    if earlier.epoch == 0:
+    if earlier.schema_epoch == 0:
         first = earlier.table_ids[0]
         fix = f"publish table id {first} first, at {epoch} or below, then table id {table}"
     else:
-        fix = f"publish table id {table} at {earlier.epoch} or later"
+        fix = f"publish table id {table} at {earlier.schema_epoch} or later"
     return PublishOutOfOrder(
         f"table id {table}'s change at resource_version {change.resource_version} shares "
         f"{shared} with the earlier change at resource_version {earlier.resource_version} "
         f"(table ids {tables}), which has "
-        + (f"epoch {earlier.epoch}" if earlier.epoch else "no epoch yet")
+        + (f"epoch {earlier.schema_epoch}" if earlier.schema_epoch else "no epoch yet")
         + f": {fix}, so followers see them in order"
     )
 

@@ -45,7 +45,7 @@ from producers.errors import (
     ColumnNotFound,
     InvalidCommand,
     NameTaken,
-    NotRemoved,
+    NotDropped,
     TableNotFound,
 )
 from projector.fold.image import Image
@@ -138,7 +138,7 @@ def recover(image: Image, command: RecoverTable) -> Change:
     info = _dropped(image, command)
     check_version(info, command.expected_version)
     name = name_free(image, info.schema_name, info.table_name)
-    route = image.head.removed_route(info.table_id)
+    route = image.head.dropped_route(info.table_id)
     assert route is not None, "a drop moves info and route together"
     info_key, route_key = table_info_key(info.table_id), table_route_key(info.table_id)
     recovered = bumped(info)
@@ -146,7 +146,7 @@ def recover(image: Image, command: RecoverTable) -> Change:
         intent=TableRecovered(
             table_id=info.table_id, schema_name=info.schema_name, table_name=info.table_name
         ),
-        requirements=(at_version(info, removed_key=True), name),
+        requirements=(at_version(info, dropped=True), name),
         mutations=mutations(
             [
                 put(info_key, recovered),
@@ -162,11 +162,11 @@ def recover(image: Image, command: RecoverTable) -> Change:
 
 
 def purge(image: Image, command: PurgeTable) -> Change:
-    """PurgeTable (GC): delete the removed keys and the table's label rules."""
-    info = image.head.removed_table(command.table_id)
+    """PurgeTable (GC): delete the `__removed-` keys and the table's label rules."""
+    info = image.head.dropped_table(command.table_id)
     if info is None:
         if image.head.table(command.table_id) is not None:
-            raise NotRemoved(
+            raise NotDropped(
                 f"table id {command.table_id} is live, not dropped: drop it before purging"
             )
         raise TableNotFound(
@@ -178,7 +178,7 @@ def purge(image: Image, command: PurgeTable) -> Change:
     return Change(
         intent=TablePurged(table_id=info.table_id),
         requirements=(
-            at_version(info, removed_key=True),
+            at_version(info, dropped=True),
             KeyPresent(key=removed(route_key)),
         ),
         mutations=mutations(
@@ -260,12 +260,12 @@ def live_route(image: Image, table_id: int) -> TableRouteValue:
 def _dropped(image: Image, command: RecoverTable) -> TableInfoValue:
     """The dropped table to recover: by id, else the newest (highest id) of that name."""
     if command.table_id is not None:
-        info = image.head.removed_table(command.table_id)
+        info = image.head.dropped_table(command.table_id)
     else:
         wanted = (command.schema_name, command.table_name)
         matches = [
             value
-            for value in image.head.removed_tables()
+            for value in image.head.dropped_tables()
             if (value.schema_name, value.table_name) == wanted
         ]
         info = max(matches, key=lambda v: v.table_id, default=None)
