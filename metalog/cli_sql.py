@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -130,6 +131,9 @@ def _complete(text: str) -> bool:
 
 
 def _sql(args: argparse.Namespace) -> int:
+    # One line says why the cluster cannot be reached; librdkafka's chatter would repeat it.
+    logging.getLogger("projector.follower.follower").setLevel(logging.CRITICAL)
+    logging.getLogger("metalog.kafka").setLevel(logging.CRITICAL)
     console = Console()
     settings = t.Settings(
         catalog=args.catalog, actor=args.actor, schema=args.database,
