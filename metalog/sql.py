@@ -53,7 +53,8 @@ class StatementRejected(SqlError):
         done = (f"{len(writes)} writing statement(s) before it were applied (up to "
                 f"resource_version {last})" if writes else "nothing was applied")  # fmt: skip
         super().__init__(
-            f"line {statement.line}: `{statement.sql}` was rejected ({type(cause).__name__}): {cause}; "
+            f"line {statement.line}: `{statement.sql}` was rejected "
+            f"({type(cause).__name__}): {cause}; "
             f"{done}; the statements after it did not run"
         )
         self.cause = cause
