@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -16,9 +16,12 @@ from rich.table import Table
 from events.errors import MetalogError
 from events.topics import Topics
 from metalog.cli_args import positive_float, positive_int
-from metalog.sql import Applied, SqlSession, StatementRejected
 from metalog.stack_config import StackConfig
-from producers.sql import translate as t
+
+if TYPE_CHECKING:
+    # Imported where a statement runs: sqlglot and DuckDB cost every other command
+    # their import time, and DuckDB's bindings print leak warnings at exit.
+    from metalog.sql import Applied, SqlSession
 
 HISTORY = Path.home() / ".metalog_sql_history"
 PROMPT, MORE = "metalog> ", "     ... "
@@ -26,6 +29,8 @@ PROMPT, MORE = "metalog> ", "     ... "
 
 def as_json(applied: list[Applied]) -> list[dict[str, Any]]:
     """The documented `--json` shape of each statement that ran (docs/sql.md)."""
+    from producers.sql import translate as t
+
     out: list[dict[str, Any]] = []
     for item in applied:
         entry: dict[str, Any] = {"line": item.statement.line, "statement": item.statement.sql}
@@ -48,6 +53,8 @@ def as_json(applied: list[Applied]) -> list[dict[str, Any]]:
 
 
 def _print(console: Console, applied: list[Applied]) -> None:
+    from producers.sql import translate as t
+
     for item in applied:
         if isinstance(item.statement, t.Write):
             for c in item.committed:
@@ -64,6 +71,8 @@ def _print(console: Console, applied: list[Applied]) -> None:
 
 
 def _run(session: SqlSession, text: str, args: argparse.Namespace, console: Console) -> None:
+    from metalog.sql import StatementRejected
+
     try:
         applied = session.run(text)
     except StatementRejected as exc:
@@ -134,6 +143,9 @@ def _sql(args: argparse.Namespace) -> int:
     # One line says why the cluster cannot be reached; librdkafka's chatter would repeat it.
     logging.getLogger("projector.follower.follower").setLevel(logging.CRITICAL)
     logging.getLogger("metalog.kafka").setLevel(logging.CRITICAL)
+    from metalog.sql import SqlSession
+    from producers.sql import translate as t
+
     console = Console()
     settings = t.Settings(
         catalog=args.catalog, actor=args.actor, schema=args.database,
