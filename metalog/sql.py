@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from events import commands as c
 from events.errors import MetalogError
 from events.replies import Committed
 from events.topics import Topics
@@ -19,7 +20,9 @@ from producers.client.client import MetadataClient
 from producers.errors import CommandRejected
 from producers.sql import translate as t
 from producers.sql.errors import SqlError
+from producers.sql.names import unknown_name
 from projector.errors import FollowerError
+from projector.fold.image import Image
 from projector.follower.follower import Follower
 from projector.query.engine import Engine, Result
 
@@ -109,7 +112,13 @@ class SqlSession:
         client = self.client()
         committed: list[Committed] = []
         skipped: list[str] = []
-        for command in statement.commands:
+        for at, command in enumerate(statement.commands):
+            # With a follower at hand (the session has read), a name it lacks is
+            # refused here, before sending; its later commands build on the first.
+            unknown = (unknown_name(self.image().published, command)
+                       if at == 0 and self._follower is not None else None)  # fmt: skip
+            if unknown is not None and unknown.code != statement.tolerate:
+                raise StatementRejected(statement, unknown, applied)
             method = getattr(client, _SNAKE.sub("_", type(command).__name__).lower())
             fields = {k: getattr(command, k) for k in type(command).model_fields
                       if k not in _BASE_FIELDS}  # fmt: skip
@@ -123,10 +132,19 @@ class SqlSession:
                     skipped.append(str(exc))
                     continue
                 partial = [*applied, Applied(statement, tuple(committed))] if committed else applied
-                raise StatementRejected(statement, exc, partial) from exc
+                raise StatementRejected(statement, self._named(exc, command), partial) from exc
             committed.append(done)
             self._written = max(self._written, done.resource_version)
         return Applied(statement, tuple(committed), tuple(skipped))
+
+    def _named(self, exc: CommandRejected, command: c.CommandBase) -> CommandRejected:
+        """The leader's `TableNotFound` / `PartitionNotFound`, telling what does exist."""
+        if exc.code not in ("TableNotFound", "PartitionNotFound"):
+            return exc
+        try:
+            return unknown_name(self.image().published, command) or exc
+        except MetalogError:  # no follower to ask: the leader's words stand
+            return exc
 
     def _read(self, action: Any) -> Result | None:
         if isinstance(action, t.Use):
@@ -147,8 +165,12 @@ class SqlSession:
                                           timeout=self.timeout)  # fmt: skip
         return self._client
 
-    def engine(self) -> Engine:
-        """An engine over the follower's image, holding at least this session's writes."""
+    def image(self) -> Image:
+        """The follower's image (started on first use), holding this session's writes.
+
+        Raises:
+            FollowerError: The follower did not catch up within the timeout.
+        """
         if self._follower is None:
             self._follower = Follower(self.bootstrap, self.settings.catalog, topics=self.topics)
             self._follower.start()
@@ -158,7 +180,11 @@ class SqlSession:
                     f"{self.timeout:g} s: check that the cluster at {self.bootstrap} runs "
                     "(`metalog status`), or give it a longer --timeout"
                 )
-        image = self._follower.wait_for(self._written, self.timeout)
+        return self._follower.wait_for(self._written, self.timeout)
+
+    def engine(self) -> Engine:
+        """An engine over the follower's image, holding at least this session's writes."""
+        image = self.image()
         if self._engine is None or self._engine.image is not image:
             self._engine = Engine(image)
         return self._engine

@@ -29,6 +29,7 @@ from producers.decide.rules import validate
 from producers.errors import CommandRejected
 from producers.sql import dialect as d
 from producers.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatement
+from producers.sql.hints import expectations
 
 DIALECT = "tidb"
 
@@ -143,7 +144,7 @@ def parse(text: str) -> list[exp.Expr]:
     # that is refused below with a message of ours.
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
-        trees = [t for t in sqlglot.parse(text, read=DIALECT) if t is not None]
+        trees = _statements(sqlglot.parse(text, read=DIALECT))
     except ParseError as exc:
         error = exc.errors[0] if exc.errors else {}
         line, column = int(error.get("line") or 1), int(error.get("col") or 1)
@@ -168,6 +169,24 @@ def parse(text: str) -> list[exp.Expr]:
                 "docs/sql.md lists the statements"
             )
     return trees
+
+
+def _statements(trees: list[exp.Expr | None]) -> list[exp.Expr]:
+    """The statements, a comment right after a `;` given to the statement it precedes.
+
+    sqlglot keeps such a comment (a hint: `; /*+ EXPECTED_VERSION(2) */ DROP …`) as a
+    statement of its own, `Semicolon`.
+    """
+    out: list[exp.Expr] = []
+    pending: list[str] = []
+    for tree in trees:
+        if isinstance(tree, exp.Semicolon):
+            pending.extend(tree.comments or ())
+        elif tree is not None:
+            tree.add_comments(pending, prepend=True)
+            pending = []
+            out.append(tree)
+    return out
 
 
 def translate(text: str, settings: Settings) -> list[Statement]:
@@ -209,7 +228,9 @@ def _statement(script: _Script, tree: exp.Expr, line: int) -> Statement:
             "serve: docs/sql.md lists the statements"
         )
     specs, tolerate = handler(script, tree)
-    commands = tuple(_build(script, kind, fields) for kind, fields in specs)
+    hinted = expectations(tree)
+    commands = tuple(_build(script, kind, fields, hinted if at == 0 else None)
+                     for at, (kind, fields) in enumerate(specs))  # fmt: skip
     return Write(sql, line, commands, tolerate)
 
 
@@ -219,10 +240,17 @@ Spec = tuple[type[c.CommandBase], dict[str, Any]]
 Handler = Callable[[_Script, Any], tuple[list[Spec], str | None]]
 
 
-def _build(script: _Script, kind: type[c.CommandBase], fields: dict[str, Any]) -> c.CommandBase:
+def _build(
+    script: _Script, kind: type[c.CommandBase], fields: dict[str, Any],
+    hinted: dict[str, int] | None = None,
+) -> c.CommandBase:  # fmt: skip
     settings = script.settings
     conditions: dict[str, Any] = {}
-    if not script.conditioned:
+    if hinted:
+        # The statement's own hint wins over the flags, which it uses up.
+        script.conditioned = True
+        conditions = dict(hinted)
+    elif not script.conditioned:
         # The flags condition the first command of the script that writes: the
         # ones after it build on it, so they could never meet the same version.
         script.conditioned = True
