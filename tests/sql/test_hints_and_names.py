@@ -74,7 +74,8 @@ def test_an_unknown_partition_names_the_partitions() -> None:
     view = catalog_view()
     error = unknown_name(view, command(c.DropPartition, table_name="orders", partition_name="p9"))
     assert isinstance(error, PartitionNotFound)
-    assert str(error) == "table `public.orders` has no partition `p9`; its partitions are `p0`, `p1`"
+    assert str(error) == ("table `public.orders` has no partition `p9`; its partitions are "
+                          "`p0`, `p1`")
     error = unknown_name(view, command(c.SetAttributes, table_name="users", partition_name="p0",
                                        attributes="k=v"))  # fmt: skip
     assert str(error) == "table `public.users` has no partition `p0`; it is not partitioned"
