@@ -22,7 +22,6 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from events import commands as c
-from events.labels import rule_id
 from events.values import Column
 from producers.decide.attributes import parse_attributes
 from producers.decide.rules import validate
@@ -30,6 +29,14 @@ from producers.errors import CommandRejected
 from producers.sql import dialect as d
 from producers.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatement
 from producers.sql.hints import expectations
+from producers.sql.reads import (  # the read actions are named here too: one import home
+    SHOW_FORMS,
+    Query,
+    ShowAttributes,
+    ShowCreateTable,
+    Use,
+    read_action,
+)
 
 DIALECT = "tidb"
 
@@ -39,8 +46,7 @@ _HINTS = {
     "p WITH TABLE t2}",
     "CREATE": "CREATE TABLE [db.]t (c T [NOT NULL] [DEFAULT v], …, PRIMARY KEY (c)) "
     "[PARTITION BY RANGE|LIST|HASH (…) …]",
-    "SHOW": "SHOW {DATABASES | TABLES [FROM d] | CREATE TABLE t | ATTRIBUTES [FOR [DATABASE d] "
-    "[TABLE t] [PARTITION p]]}",
+    "SHOW": SHOW_FORMS,
 }
 """The statement forms shown with a parse error, by the statement's first word."""
 
@@ -79,38 +85,6 @@ class Write:
     line: int
     commands: tuple[c.CommandBase, ...]
     tolerate: str | None = None
-
-
-@dataclass(frozen=True)
-class Query:
-    """A SELECT for the engine, in DuckDB's SQL, with `?` parameters."""
-
-    sql: str
-    params: tuple[Any, ...] = ()
-
-
-@dataclass(frozen=True)
-class ShowCreateTable:
-    """`SHOW CREATE TABLE schema.table`."""
-
-    schema: str
-    table: str
-
-
-@dataclass(frozen=True)
-class ShowAttributes:
-    """`SHOW ATTRIBUTES FOR TABLE schema.table [PARTITION p]`: effective attributes."""
-
-    schema: str
-    table: str
-    partition: str | None = None
-
-
-@dataclass(frozen=True)
-class Use:
-    """`USE d`: later unqualified names are in `schema`."""
-
-    schema: str
 
 
 @dataclass(frozen=True)
@@ -218,7 +192,7 @@ def _statement(script: _Script, tree: exp.Expr, line: int) -> Statement:
     if isinstance(tree, exp.Use):
         script.schema = tree.this.name
         return Read(sql, line, Use(script.schema))
-    read = _read(script, tree)
+    read = read_action(tree, script.schema)
     if read is not None:
         return Read(sql, line, read)
     handler = _WRITES.get(type(tree))
@@ -445,70 +419,6 @@ _WRITES: dict[type[Any], Handler] = {
     d.ExchangePartition: _exchange,
     d.RecoverTable: _recover,
 }
-
-# -- reads -----------------------------------------------------------------------
-
-INFORMATION_SCHEMA = "information_schema"
-INFORMATION_TABLES = frozenset({"region_label", "attributes"})
-"""`INFORMATION_SCHEMA.X` relations; the engine registers them as `X`."""
-
-
-def _read(script: _Script, tree: exp.Expr) -> Query | ShowCreateTable | ShowAttributes | None:
-    if isinstance(tree, exp.Query):
-        return Query(_duckdb(tree))
-    if isinstance(tree, d.ShowCreateTable):
-        names = _names(script, tree.this)
-        return ShowCreateTable(names["schema_name"], names["table_name"])
-    if isinstance(tree, d.ShowAttributes):
-        return _show_attributes(script, tree)
-    if isinstance(tree, exp.Show):
-        what = tree.name.upper()
-        if what == "DATABASES":
-            return Query('SELECT DISTINCT schema_name AS "Database" FROM table_name ORDER BY 1')
-        if what == "TABLES":
-            db = tree.args.get("db")
-            schema = db.name if db is not None else script.schema
-            return Query(f'SELECT table_name AS "Tables_in_{schema}" FROM table_name '
-                         "WHERE schema_name = ? ORDER BY 1", (schema,))  # fmt: skip
-        raise UnsupportedStatement(
-            f"SHOW {what} is not served; the forms are {_HINTS['SHOW']}"
-        )
-    return None
-
-
-def _show_attributes(script: _Script, tree: d.ShowAttributes) -> Query | ShowAttributes:
-    table = tree.this
-    db = tree.args.get("db")
-    schema = db.name if db is not None else (table.db if table is not None and table.db else None)
-    if table is not None:
-        partition = tree.args.get("partition")
-        return ShowAttributes(schema or script.schema, table.name,
-                              partition.name if partition else None)  # fmt: skip
-    if schema is not None:
-        prefix = rule_id(schema, "")
-        return Query("SELECT * FROM attributes WHERE starts_with(ID, ?) ORDER BY ID DESC",
-                     (prefix,))  # fmt: skip
-    return Query("SELECT * FROM attributes ORDER BY ID DESC")
-
-
-def _duckdb(tree: exp.Expr) -> str:
-    """The query in DuckDB's SQL, `INFORMATION_SCHEMA.X` read as the relation `x`."""
-
-    def rename(node: exp.Expr) -> exp.Expr:
-        if (
-            isinstance(node, exp.Table)
-            and node.db.lower() == INFORMATION_SCHEMA
-            and node.name.lower() in INFORMATION_TABLES
-        ):
-            renamed = exp.to_table(node.name.lower())
-            alias = node.args.get("alias")
-            if alias is not None:
-                renamed.set("alias", alias)
-            return renamed
-        return node
-
-    return tree.transform(rename).sql(dialect="duckdb")
-
 
 # -- helpers -----------------------------------------------------------------------
 
