@@ -63,7 +63,10 @@ def _print(console: Console, applied: list[Applied]) -> None:
             for why in item.skipped:
                 console.print(f"skipped {item.statement.sql}: {why}", markup=False)
         elif item.result is not None:
-            table = Table(*item.result.columns)
+            table = Table()
+            for column in item.result.columns:
+                # Folded, never cut: a rule id or a range is useless with an ellipsis.
+                table.add_column(column, overflow="fold")
             for row in item.result.rows:
                 table.add_row(*("NULL" if v is None else str(v) for v in row))
             console.print(table)
