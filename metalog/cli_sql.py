@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from events.errors import MetalogError
 from events.topics import Topics
@@ -68,7 +69,8 @@ def _print(console: Console, applied: list[Applied]) -> None:
                 # Folded, never cut: a rule id or a range is useless with an ellipsis.
                 table.add_column(column, overflow="fold")
             for row in item.result.rows:
-                table.add_row(*("NULL" if v is None else str(v) for v in row))
+                # Text, not markup: `/*T![attributes] …*/` is a value, not a style tag.
+                table.add_row(*(Text("NULL" if v is None else str(v)) for v in row))
             console.print(table)
             console.print(f"{len(item.result.rows)} row(s)")
 

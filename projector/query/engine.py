@@ -1,8 +1,10 @@
 """Queries over one published image: DuckDB over its Arrow relations (`relations`).
 
-`Engine(image)` builds the relations once (an image never changes) and answers
-any SELECT DuckDB accepts over them, plus `SHOW CREATE TABLE` and the
-effective attributes of a table's `SHOW ATTRIBUTES`, which read the image.
+`Engine(image)` answers any SELECT DuckDB accepts over the relations, plus `SHOW
+CREATE TABLE` and the effective attributes of a table's `SHOW ATTRIBUTES`, which
+read the image. Each relation is built the first time a query names it (an image
+never changes, so once): a 1M-table image's first query pays only for the
+relations it reads (BENCHMARKS.md, "SQL").
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
 
 from events.errors import MetalogError
 from events.labels import (
@@ -22,7 +28,7 @@ from events.labels import (
 )
 from events.values import LabelRuleValue, TableInfoValue
 from projector.fold.image import Image
-from projector.query.relations import relations
+from projector.query.relations import RELATIONS, relation
 
 
 class QueryError(MetalogError):
@@ -47,9 +53,28 @@ class Engine:
     def __init__(self, image: Image) -> None:
         self.image = image
         self._db = duckdb.connect(":memory:")
-        self.tables = relations(image.published)
-        for name, table in self.tables.items():
+        self.tables: dict[str, pa.Table] = {}
+        """The relations built so far, by name."""
+
+    def relation(self, name: str) -> pa.Table:
+        """The relation `name` (`RELATIONS`), built and registered on first use."""
+        table = self.tables.get(name)
+        if table is None:
+            table = self.tables[name] = relation(self.image.published, name)
             self._db.register(name, table)
+        return table
+
+    def _prepare(self, sql: str) -> None:
+        """Build the relations `sql` names; all of them if it does not parse (DuckDB
+        then says what is wrong with it)."""
+        try:
+            named = {t.name.lower() for t in sqlglot.parse_one(sql, read="duckdb")
+                     .find_all(exp.Table)}  # fmt: skip
+        except (ParseError, TokenError):
+            named = set(RELATIONS)
+        for name in RELATIONS:
+            if name in named:
+                self.relation(name)
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> Result:
         """Run one SELECT (DuckDB's SQL).
@@ -57,6 +82,7 @@ class Engine:
         Raises:
             QueryError: DuckDB refused it; the message lists the relations.
         """
+        self._prepare(sql)
         try:
             cursor = self._db.execute(sql, list(params))
             columns = tuple(d[0] for d in cursor.description or ())
@@ -64,7 +90,7 @@ class Engine:
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0]
             raise QueryError(
-                f"{first}; the relations are {', '.join(sorted(self.tables))} and "
+                f"{first}; the relations are {', '.join(sorted(RELATIONS))} and "
                 "INFORMATION_SCHEMA.REGION_LABEL / ATTRIBUTES (docs/sql.md)"
             ) from None
         return Result(columns, rows)

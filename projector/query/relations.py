@@ -44,14 +44,23 @@ _TIDB_RULES = {
 
 def relations(view: View) -> dict[str, pa.Table]:
     """Every relation of the module docstring, built from `view`."""
-    built = {name: build(view) for name, build in _BUILDERS.items()}
-    rows = region_label_rows(view.label_rules())
-    for name, columns in _TIDB_RULES.items():
-        built[name] = pa.table({
+    return {name: relation(view, name) for name in RELATIONS}
+
+
+def relation(view: View, name: str) -> pa.Table:
+    """One relation of the module docstring (`RELATIONS`), built from `view`.
+
+    Raises:
+        KeyError: `name` is not one of `RELATIONS`.
+    """
+    if name in _TIDB_RULES:
+        columns = _TIDB_RULES[name]
+        rows = region_label_rows(view.label_rules())
+        return pa.table({
             columns[0]: [r.rule_id for r in rows], columns[1]: [r.rule_type for r in rows],
             columns[2]: [r.region_label for r in rows], columns[3]: [r.ranges for r in rows],
         }, schema=pa.schema([(c, pa.string()) for c in columns]))  # fmt: skip
-    return built
+    return _BUILDERS[name](view)
 
 
 def _keys(view: View, prefix: str) -> Iterator[str]:
@@ -149,3 +158,6 @@ _BUILDERS: dict[str, Callable[[View], pa.Table]] = {
     "label_rule": _label_rule,
     "dropped_tables": _dropped,
 }
+
+RELATIONS: tuple[str, ...] = (*_BUILDERS, *_TIDB_RULES)
+"""The relation names a query can use (INFORMATION_SCHEMA.X is read as `x`)."""
