@@ -61,7 +61,11 @@ class Engine:
         table = self.tables.get(name)
         if table is None:
             table = self.tables[name] = relation(self.image.published, name)
-            self._db.register(name, table)
+            # Copied into DuckDB's own storage once: a scan of a registered Arrow table
+            # converts it again on every query (≈ 0.5 µs a row, 0.5 s at 1M tables).
+            self._db.register("arrow_relation", table)
+            self._db.execute(f'CREATE TABLE "{name}" AS SELECT * FROM arrow_relation')
+            self._db.unregister("arrow_relation")
         return table
 
     def _prepare(self, sql: str) -> None:

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pyarrow as pa
 
-from events.keys import DATANODE_TABLE, TABLE_INFO, TABLE_NAME, removed
+from events.keys import DATANODE_TABLE, TABLE_INFO, TABLE_NAME, TABLE_ROUTE, removed
 from events.labels import region_label_rows
-from events.values import DatanodeTableValue, TableInfoValue
+from events.values import DatanodeTableValue, KeyValue, TableInfoValue, TableRouteValue
+from projector.fold.packing import unpack
 from projector.fold.view import View
 
 _COLUMN = pa.struct([("name", pa.string()), ("data_type", pa.string()),
@@ -63,30 +65,69 @@ def relation(view: View, name: str) -> pa.Table:
     return _BUILDERS[name](view)
 
 
-def _keys(view: View, prefix: str) -> Iterator[str]:
-    # Keys only: a value loaded from a snapshot is built when it is read.
-    start = prefix + "/"
-    return (key for key in view.values if key.startswith(start))
+def _scan(view: View, prefix: str) -> Iterator[tuple[str, KeyValue]]:
+    """The keys of one kind and their values: a snapshot's values are built a row
+    group at a time, and only the groups of that kind (not one lookup per key)."""
+    for key, packed in view.values.scan(prefix + "/"):
+        yield key, unpack(packed)
 
 
 def _infos(view: View, prefix: str) -> Iterator[TableInfoValue]:
-    for key in _keys(view, prefix):
-        value = view.get(key)
+    for _, value in _scan(view, prefix):
         if isinstance(value, TableInfoValue):
             yield value
 
 
 def _table_rows(infos: Iterator[TableInfoValue]) -> pa.Table:
-    rows = [
-        {
-            "table_id": i.table_id, "schema_name": i.schema_name, "table_name": i.table_name,
-            "version": i.version, "columns": [c.model_dump() for c in i.columns],
-            "primary_key": list(i.primary_key), "options": json.dumps(i.options, sort_keys=True),
-            "partitions": [p.model_dump() for p in i.partitions],
-        }
-        for i in infos
-    ]  # fmt: skip
-    return pa.Table.from_pylist(rows, schema=_TABLE)
+    """Table infos as `_TABLE` rows, built column by column (a million tables' nested
+    columns as flat lists and offsets; no per-row dicts)."""
+    ids: list[int] = []
+    schemas: list[str] = []
+    names: list[str] = []
+    versions: list[int] = []
+    options: list[str] = []
+    column_at: list[int] = [0]
+    column_fields: tuple[list[Any], ...] = tuple([] for _ in _COLUMN)  # one list per field
+    key_at: list[int] = [0]
+    keys: list[str] = []
+    part_at: list[int] = [0]
+    part_ids: list[int] = []
+    part_names: list[str] = []
+    shared: dict[int, tuple[str, str, bool, str | None]] = {}  # column definitions are shared
+    for info in infos:
+        ids.append(info.table_id)
+        schemas.append(info.schema_name)
+        names.append(info.table_name)
+        versions.append(info.version)
+        options.append(json.dumps(info.options, sort_keys=True) if info.options else "{}")
+        for column in info.columns:
+            row = shared.get(id(column))
+            if row is None:
+                row = shared[id(column)] = (column.name, column.data_type, column.nullable,
+                                            column.default_value)  # fmt: skip
+            for field_values, value in zip(column_fields, row, strict=True):
+                field_values.append(value)
+        column_at.append(len(column_fields[0]))
+        keys.extend(info.primary_key)
+        key_at.append(len(keys))
+        for part in info.partitions:
+            part_ids.append(part.partition_id)
+            part_names.append(part.name)
+        part_at.append(len(part_ids))
+    columns = pa.StructArray.from_arrays(
+        [pa.array(values, f.type) for values, f in zip(column_fields, _COLUMN, strict=True)],
+        fields=list(_COLUMN))  # fmt: skip
+    partitions = pa.StructArray.from_arrays(
+        [pa.array(part_ids, pa.int64()), pa.array(part_names, pa.string())],
+        fields=list(_PARTITION))  # fmt: skip
+    return pa.Table.from_arrays([
+        pa.array(ids, pa.int64()), pa.array(schemas, pa.string()), pa.array(names, pa.string()),
+        pa.array(versions, pa.int64()),
+        pa.ListArray.from_arrays(pa.array(column_at, pa.int32()), columns),
+        pa.ListArray.from_arrays(pa.array(key_at, pa.int32()), pa.array(keys, pa.string())),
+        pa.array(options, pa.string()),
+        pa.ListArray.from_arrays(pa.array(part_at, pa.int32()), partitions),
+    ], schema=_TABLE)  # fmt: skip
 
 
 def _table_info(view: View) -> pa.Table:
@@ -99,8 +140,7 @@ def _dropped(view: View) -> pa.Table:
 
 def _table_name(view: View) -> pa.Table:
     schemas, tables, ids = [], [], []
-    for key in _keys(view, TABLE_NAME):
-        value = view.get(key)
+    for key, value in _scan(view, TABLE_NAME):
         _, _, schema, table = key.split("/", 3)
         schemas.append(schema)
         tables.append(table)
@@ -112,10 +152,9 @@ def _table_name(view: View) -> pa.Table:
 
 def _table_route(view: View) -> pa.Table:
     rows = []
-    for key in _keys(view, TABLE_INFO):
+    for key, route in _scan(view, TABLE_ROUTE):
         table_id = int(key.rsplit("/", 1)[1])
-        route = view.route(table_id)
-        for region in route.region_routes if route is not None else ():
+        for region in route.region_routes if isinstance(route, TableRouteValue) else ():
             rows.append({"table_id": table_id, "region_id": region.region_id,
                          "leader_datanode": region.leader_datanode,
                          "follower_datanodes": list(region.follower_datanodes)})  # fmt: skip
@@ -127,8 +166,7 @@ def _table_route(view: View) -> pa.Table:
 
 def _datanode_table(view: View) -> pa.Table:
     rows = []
-    for key in _keys(view, DATANODE_TABLE):
-        value = view.get(key)
+    for _, value in _scan(view, DATANODE_TABLE):
         if isinstance(value, DatanodeTableValue):
             rows.append({"datanode_id": value.datanode_id, "table_id": value.table_id,
                          "regions": list(value.regions), "version": value.version})  # fmt: skip

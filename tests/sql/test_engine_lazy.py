@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from projector.query.engine import Engine, QueryError
-from projector.query.relations import RELATIONS, relations
+from projector.query.relations import RELATIONS, relation, relations
 from tests.domain.builders import create, local
 
 
@@ -38,3 +40,19 @@ def test_each_relation_is_the_one_built_eagerly() -> None:
 def test_a_query_that_does_not_parse_is_still_duckdbs_error() -> None:
     with pytest.raises(QueryError, match="the relations are"):
         engine().query("SELEC oops")
+
+
+def test_table_info_rows_hold_each_tables_fields() -> None:
+    catalog = local()
+    catalog.submit(create("a", partitions=("p0", "p1"), primary_key=("id",),
+                          options={"ttl": "7d"}))  # fmt: skip
+    catalog.submit(create("b"))
+    view = catalog.image.published
+    rows = relation(view, "table_info").to_pylist()
+    infos = [view.table_by_name("public", name) for name in ("a", "b")]
+    assert sorted(rows, key=lambda r: r["table_name"]) == [{
+        "table_id": i.table_id, "schema_name": i.schema_name, "table_name": i.table_name,
+        "version": i.version, "columns": [c.model_dump() for c in i.columns],
+        "primary_key": list(i.primary_key), "options": json.dumps(i.options, sort_keys=True),
+        "partitions": [p.model_dump() for p in i.partitions],
+    } for i in infos if i is not None]  # fmt: skip
