@@ -220,6 +220,7 @@ class Leader:
                 "session.timeout.ms": self.options.session_timeout_ms,
                 "heartbeat.interval.ms": 1_000,
                 "logger": KAFKA_LOG,  # as the producer's (owner.py)
+                "log_level": 5,
             }
         )
         consumer.subscribe(

@@ -222,6 +222,9 @@ class PartitionOwner:
                 # librdkafka's lines through logging ("metalog.kafka"), not raw on stderr:
                 # `metalog leader --json` keeps every line JSON, a demo can quiet retries.
                 "logger": KAFKA_LOG,
+                # Notices and worse: an info line ("Purging 1 unserved events …") can
+                # come at close, after logging's queue is gone, raw on stderr.
+                "log_level": 5,
             }
         )
         try:
