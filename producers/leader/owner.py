@@ -219,12 +219,9 @@ class PartitionOwner:
                 "transactional.id": f"{self.topics.prefix}-leader-{self.partition}",
                 "transaction.timeout.ms": self.options.transaction_timeout_ms,
                 **TRANSACTIONAL_SETTINGS,
-                # librdkafka's lines through logging ("metalog.kafka"), not raw on stderr:
-                # `metalog leader --json` keeps every line JSON, a demo can quiet retries.
-                "logger": KAFKA_LOG,
-                # Notices and worse: an info line ("Purging 1 unserved events …") can
-                # come at close, after logging's queue is gone, raw on stderr.
-                "log_level": 5,
+                # Through logging, not raw on stderr (`leader --json` stays JSON); notices
+                # and worse: an info line at close would bypass logging.
+                "logger": KAFKA_LOG, "log_level": 5,
             }
         )
         try:
