@@ -26,7 +26,8 @@ from producers.kafka.errors import kafka_error
 from projector.errors import FollowerStopped
 
 COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader",
-                                   "metalog.cli_project", "metalog.cli_follow")
+                                   "metalog.cli_project", "metalog.cli_follow",
+                                   "metalog.cli_sql")
 
 EXIT_USAGE = 2
 """A usage error (argparse's own code)."""

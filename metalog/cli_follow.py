@@ -18,6 +18,13 @@ from events.errors import MetalogError
 from events.labels import format_attributes
 from events.topics import Topics
 from metalog.cli_args import positive_float
+from metalog.cli_json import (
+    add_json_flag,
+    change_document,
+    image_document,
+    print_json,
+    snapshot_document,
+)
 from metalog.stack_config import StackConfig
 from producers.kafka.errors import kafka_error
 from projector.errors import FollowerError, FollowerStopped, SnapshotError
@@ -121,6 +128,9 @@ def _follow(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
 
     def show(change: WatchEvent) -> None:
+        if args.json:
+            print_json(change_document(change))
+            return
         value = "" if change.value is None else change.value.model_dump_json()
         console.print(f"{change.resource_version:>8} {change.op:<6} {change.key} {value}",
                       markup=False, highlight=False)  # fmt: skip
@@ -132,7 +142,9 @@ def _follow(args: argparse.Namespace) -> int:
         caught_up = follower.wait_caught_up(args.timeout)
         if not caught_up and (follower.failure is not None or not follower.connected):
             raise _stopped(follower, args)
-        console.print(f"following `{args.catalog}` on {follower.topics.events} (Ctrl-C stops)")
+        # With --json, stdout holds only the changes; the banner is for a person.
+        Console(stderr=args.json).print(
+            f"following `{args.catalog}` on {follower.topics.events} (Ctrl-C stops)")
         try:
             while not stop.wait(0.5) and follower.failure is None:
                 pass
@@ -152,7 +164,10 @@ def _show(args: argparse.Namespace) -> int:
             f"{args.bootstrap}: check the name (--catalog) and the --prefix; a catalog exists "
             "once its first command is committed (metalog keeps no list of catalogs)"
         )
-    render(Console(), image)
+    if args.json:
+        print_json(image_document(image))
+    else:
+        render(Console(), image)
     return 0
 
 
@@ -161,21 +176,33 @@ def _snapshot(args: argparse.Namespace) -> int:
     if args.action == "create":
         with _follower(args, snapshot_dir=args.snapshot_dir) as follower:
             _caught_up(follower, args)
-            console.print(f"wrote {follower.snapshot()}")
+            path = follower.snapshot()
+        if args.json:
+            print_json({"path": str(path)})
+        else:
+            console.print(f"wrote {path}")
         return 0
     paths = [Path(p) for p in args.paths] or list_snapshots(Path(args.snapshot_dir), args.catalog)
     failed = 0
+    entries: list[dict[str, Any]] = []
     for path in paths:
         try:
             info = verify_snapshot(path)
         except SnapshotError as exc:
             failed += 1
-            console.print(f"[red]BAD[/] {exc}")
+            entries.append({"path": str(path), "ok": False, "error": str(exc)})
+            if not args.json:
+                console.print(f"[red]BAD[/] {exc}")
+            continue
+        entries.append(snapshot_document(info))
+        if args.json:
             continue
         console.print(
             f"{'OK ' if args.action == 'verify' else ''}{info.path} rv {info.resource_version} "
             f"keys {info.keys} {info.size:,} B next offset {info.position.next_offset}"
         )
+    if args.json:
+        print_json({"snapshots": entries})
     return 1 if failed else 0
 
 
@@ -188,6 +215,7 @@ def add_parser(subparsers: Any) -> None:
                              "stack's)")  # fmt: skip
     common.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
     common.add_argument("--catalog", default="greptime", help="the catalog (default greptime)")
+    add_json_flag(common, "JSON (docs/cli.md)")
     common.add_argument("--timeout", type=positive_float, default=60.0,
                         help="catch-up timeout, seconds")  # fmt: skip
     follow = subparsers.add_parser("follow", parents=[common], help="print published changes live")

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import argparse
 import gc
-import logging
 import signal
 from typing import Any
 
 from events.topics import Topics
 from metalog.cli_args import positive_int
+from metalog.cli_json import add_json_flag, log_status
 from metalog.stack_config import StackConfig
 from producers.leader.leader import Leader
 from producers.leader.owner import LeaderOptions
 
 
 def _leader(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    log_status(args.json)
     config = StackConfig.from_env()
     leader = Leader(
         args.bootstrap or config.bootstrap,
@@ -47,4 +47,5 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--leader-id", help="name stamped on LeaderElected (default host-pid)")
     parser.add_argument("--batch-size", type=positive_int, default=200,
                         help="commands per transaction (1 or more)")  # fmt: skip
+    add_json_flag(parser, "its status lines as JSON lines on stdout (docs/cli.md)")
     parser.set_defaults(func=_leader)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from metalog import stack
 from metalog.cli_args import positive_int
+from metalog.cli_json import add_json_flag, print_json
 from metalog.stack_config import StackConfig
 
 
 def _up(args: argparse.Namespace) -> int:
     info = stack.up(StackConfig.from_env(partitions=args.partitions))
+    if args.json:
+        print_json(info)
+        return 0
     verb = "started" if info["started"] else "already running"
     print(f"metalog: broker {verb} (pid {info['pid']}, state {info['state_dir']})")
     print(f"bootstrap: {info['bootstrap']}")
@@ -21,6 +24,9 @@ def _up(args: argparse.Namespace) -> int:
 
 def _down(args: argparse.Namespace) -> int:
     stopped = stack.down()
+    if args.json:
+        print_json({"stopped": stopped})
+        return 0
     print("metalog: broker stopped" if stopped else "metalog: broker was not running")
     return 0
 
@@ -28,7 +34,7 @@ def _down(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     info: dict[str, Any] = stack.status()
     if args.json:
-        print(json.dumps(info, sort_keys=True))
+        print_json(info)
     else:
         state = "running" if info["running"] else "stopped"
         print(f"broker: {state}" + (f" (pid {info['pid']})" if info["pid"] else ""))
@@ -42,9 +48,11 @@ def add_parser(subparsers: Any) -> None:
     up = subparsers.add_parser("up", help="start the local Kafka broker and create the topics")
     up.add_argument("--partitions", type=positive_int, default=None,
                     help="partitions of newly created topics (default: METALOG_PARTITIONS or 3)")
+    add_json_flag(up)
     up.set_defaults(func=_up)
     down = subparsers.add_parser("down", help="stop the local Kafka broker (keeps the data)")
+    add_json_flag(down)
     down.set_defaults(func=_down)
     st = subparsers.add_parser("status", help="show whether the local broker is running")
-    st.add_argument("--json", action="store_true", help="print a JSON object")
+    add_json_flag(st)
     st.set_defaults(func=_status)

@@ -2,7 +2,10 @@
 
 1. Clients change a fresh catalog through a running leader (`metalog.demo_write`):
    a race with visible `VersionConflict`s, a rename, labels on a table and a
-   partition, a stale resource_version, a region failover, the export.
+   partition, a stale resource_version, a region failover, the export; then
+   `metalog sql` (`metalog.demo_sql`) creates a partitioned table, labels it and a
+   partition with `ATTRIBUTES`, and reads `INFORMATION_SCHEMA.REGION_LABEL`,
+   `SHOW ATTRIBUTES` and `SHOW CREATE TABLE` back.
 2. A follower catches up on the catalog and prints its published view, and a
    datanode watcher reports the regions it opens.
 3. The Spark projection (`availableNow`) folds the events topic into the
@@ -25,7 +28,7 @@ from rich.table import Table
 
 from events.errors import MetalogError
 from events.topics import Topics
-from metalog import demo_write
+from metalog import demo_sql, demo_write
 from metalog.cli_follow import follow_demo
 from metalog.stack_config import StackConfig
 from projector.follower.follower import Follower
@@ -93,6 +96,7 @@ def main() -> int:
     bootstrap = os.environ.get("METALOG_BOOTSTRAP") or config.bootstrap
     topics = Topics(config.topic_prefix)
     console = Console(width=160)
+    demo_sql.quiet_kafka()
     try:
         catalog = demo_write.run(bootstrap, topics, console)
         follow_demo(bootstrap, topics, catalog)

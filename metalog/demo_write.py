@@ -17,6 +17,7 @@ from rich.table import Table
 
 from events.topics import Topics
 from events.values import Column
+from metalog import demo_sql
 from producers.client.client import MetadataClient
 from producers.errors import CommandRejected, VersionConflict
 from producers.leader.leader import Leader
@@ -100,4 +101,6 @@ def run(bootstrap: str, topics: Topics, console: Console) -> str:
         for row in region_label_rows(image):
             labels.add_row(row.rule_id, row.rule_type, row.region_label, row.ranges)
         console.print(labels)
+        # The same catalog from a shell: TiDB's statements through `metalog sql`.
+        demo_sql.run(bootstrap, topics, catalog, console)
     return catalog

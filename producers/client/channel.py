@@ -141,12 +141,12 @@ class CommandChannel:
             # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
             producer = Producer(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "linger.ms": 2, "logger": KAFKA_LOG}
+                 "linger.ms": 2, "logger": KAFKA_LOG, "log_level": 5}
             )  # fmt: skip
             consumer = Consumer(
                 {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
                  "enable.auto.commit": False, "isolation.level": "read_committed",
-                 "logger": KAFKA_LOG}
+                 "logger": KAFKA_LOG, "log_level": 5}  # as the leader's (owner.py)
             )  # fmt: skip
             tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
             try:

@@ -40,8 +40,8 @@ class Cold(Protocol):
     def get(self, key: str) -> Packed | None:
         """The packed value under `key`, or None."""
 
-    def items(self) -> Iterator[tuple[str, Packed]]:
-        """Every key and its packed value."""
+    def items(self, prefix: str = "") -> Iterator[tuple[str, Packed]]:
+        """Every key (that starts with `prefix`) and its packed value."""
 
     def datanode_tables(self, datanode_id: int) -> dict[int, Packed]:
         """Table id → packed `__dn_table` value of one datanode."""
@@ -138,6 +138,22 @@ class LayeredValues(Mapping[str, Packed]):
     def values(self) -> ValuesView[Packed]:
         """Every value (a full scan, as `items`)."""
         return _Values(self)
+
+    def scan(self, prefix: str) -> Iterator[tuple[str, Packed]]:
+        """Every key that starts with `prefix` and its value, in no particular order.
+
+        The cold values are built a row group at a time, and only the groups that
+        hold such keys: a scan of one kind of key, as a relation of the query
+        engine needs, skips building the others.
+        """
+        changes = self.changes
+        for key, value in changes.items():
+            if value is not GONE and key.startswith(prefix):
+                yield key, value  # type: ignore[misc]
+        if self.cold is not None:
+            for key, packed in self.cold.items(prefix):
+                if key not in changes:
+                    yield key, packed
 
     def changed_items(self) -> Iterator[tuple[str, Packed]]:
         """The keys PUT since the snapshot and their values (every key, without one)."""

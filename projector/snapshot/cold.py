@@ -118,12 +118,20 @@ class ColdValues:
         recent[key] = value
         return value
 
-    def items(self) -> Iterator[tuple[str, Packed]]:
-        """Every key and its packed value, in row order, built a row group at a time."""
+    def items(self, prefix: str = "") -> Iterator[tuple[str, Packed]]:
+        """Every key (that starts with `prefix`) and its packed value, in row order,
+        built a row group at a time; a group without such a key is not built."""
         keys = iter(self._rows)  # insertion order is row order
         for group in self._groups:
+            names = list(islice(keys, group.size))
+            keep = [name.startswith(prefix) for name in names] if prefix else None
+            if keep is not None and not any(keep):
+                continue
             values = READERS[group.kind](group.columns, self.definitions)
-            yield from zip(islice(keys, group.size), values, strict=True)
+            if keep is None or all(keep):
+                yield from zip(names, values, strict=True)
+            else:
+                yield from ((n, v) for n, v, k in zip(names, values, keep, strict=True) if k)
 
     def untouched(self, changes: Mapping[str, object]) -> Iterator[tuple[int, list[str], Columns]]:
         """Each row group's kind, keys and columns, less the rows whose key `changes` holds.

@@ -1,0 +1,1 @@
+"""SQL: TiDB's statements parsed with sqlglot and translated into commands."""

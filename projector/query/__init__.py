@@ -1,0 +1,1 @@
+"""Queries over a published image: Arrow relations of its keys, DuckDB on top."""
