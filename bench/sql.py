@@ -3,7 +3,7 @@
 The catalog is grown once with `bench.workload.Workload.grow` (N creates over four
 schemas, then N/5 alters, renames and attribute sets, so about 6 % of the tables
 carry a label rule) and written as a follower's snapshot; later runs load that
-snapshot (`--dir`). Then, as the shell does after a start from a snapshot:
+snapshot (`--snapshot-dir`). Then, as the shell does after a start from a snapshot:
 
 1. **load**: `read_snapshot` (the image, values built lazily on first read);
 2. **relations**: each relation the queries use, built the first time a query names
@@ -150,11 +150,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=200, help="runs of each query kind")
-    parser.add_argument("--dir", type=Path, default=Path(".metalog/bench/sql"),
+    parser.add_argument("--snapshot-dir", type=Path, default=Path(".metalog/bench/sql"),
                         help="where the grown catalogs' snapshots are kept")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
-    result = run(args.tables, args.dir, args.repeat)
+    result = run(args.tables, args.snapshot_dir, args.repeat)
     print(json.dumps(result, sort_keys=True) if args.json else report(result))
 
 

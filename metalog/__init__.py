@@ -153,13 +153,13 @@ if TYPE_CHECKING:  # `X as X`: mypy's explicit re-export
         NoAttributes as NoAttributes,
     )
     from producers.errors import (
+        NotDropped as NotDropped,
+    )
+    from producers.errors import (
         NothingToPublish as NothingToPublish,
     )
     from producers.errors import (
         NotLeader as NotLeader,
-    )
-    from producers.errors import (
-        NotRemoved as NotRemoved,
     )
     from producers.errors import (
         OutOfRange as OutOfRange,
@@ -287,7 +287,7 @@ _HOMES: dict[str, str] = {
         "ChangesPending ColumnExists ColumnNotFound CommandOutcomeUnknown CommandRejected "
         "EpochNotAboveStable EpochRegression Fenced InternalError InvalidAttributes "
         "InvalidCommand InvalidName LeaderUnavailable NameTaken NoAttributes NotLeader "
-        "NotRemoved NothingToPublish OutOfRange PartitionExists PartitionNotFound "
+        "NotDropped NothingToPublish OutOfRange PartitionExists PartitionNotFound "
         "PoisonCommand PublishOutOfOrder RecordRefused RegionNotFound RouteChanged "
         "TableNotFound TooLarge TransactionFailed VersionConflict WrongPublishMode"
     ),

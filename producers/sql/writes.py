@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from events import commands as c
 from events.values import Column
-from producers.decide.attributes import parse_attributes
+from producers.decide.rules.labels import parse_attributes
 from producers.sql import dialect as d
 from producers.sql.errors import UnsupportedStatement
 

@@ -73,7 +73,7 @@ def test_show_follow_and_snapshot_create(wire: TopicSet, tmp_path: Path) -> None
     assert [c["resource_version"] for c in changes] == sorted(c["resource_version"]
                                                               for c in changes)  # fmt: skip
 
-    run = metalog("snapshot", "create", *where, "--dir", str(tmp_path), "--json")
+    run = metalog("snapshot", "create", *where, "--snapshot-dir", str(tmp_path), "--json")
     assert run.code == 0, run.err
     [written] = (tmp_path / CATALOG).glob("*.parquet")
     assert json.loads(run.out) == {"path": str(written)}
