@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
-import sqlglot
 
 from events import commands as c
 from producers.errors import InvalidAttributes, InvalidName
@@ -30,7 +32,16 @@ def one(sql: str, settings: Settings = S) -> Write:
 
 
 def test_the_dialect_is_found_through_the_entry_point() -> None:
-    assert isinstance(sqlglot.Dialect.get_or_raise("tidb"), d.TiDB)
+    # A fresh interpreter that never imports producers.sql: only the installed
+    # `sqlglot.dialects` entry point can make "tidb" known there.
+    probe = (
+        "import sys, sqlglot; dialect = sqlglot.Dialect.get_or_raise('tidb'); "
+        "print(type(dialect).__module__, 'producers.sql.dialect' in sys.modules)"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert found == [d.TiDB.__module__, "True"]
 
 
 def test_create_table_with_range_partitions_columns_key_and_options() -> None:
