@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -29,6 +31,15 @@ LOCAL_CONF: dict[str, str] = {
 }
 
 
+LOG4J_CONFIG = Path(__file__).parent / "jvm" / "log4j2-spark.properties"
+"""Spark's and Delta's log lines go to a file; only errors reach the terminal."""
+
+
+def log_file() -> Path:
+    """Where Spark's own log lines go: `spark.log` in the local stack's state folder."""
+    return Path(os.environ.get("METALOG_STATE_DIR") or ".metalog").absolute() / "spark.log"
+
+
 def spark_session(
     master: str = "local[2]",
     app_name: str = "metalog",
@@ -42,11 +53,21 @@ def spark_session(
         extra_conf: more Spark confs; they override the defaults.
 
     Returns:
-        The session, with the log level at WARN.
+        The session, with the log level at WARN; Spark's log lines go to
+        `log_file()`, and only errors reach the terminal.
     """
     local = LOCAL_CONF if master.startswith("local") else {}
-    conf = {**BASE_CONF, **local, "spark.jars": ",".join(str(p) for p in spark_jars()),
-            **(extra_conf or {})}
+    log = log_file()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    logging = {
+        # A driver JVM option: read when spark-submit starts the driver, so it
+        # also quiets the lines Spark logs before `setLogLevel` can run.
+        "spark.driver.extraJavaOptions": (
+            f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -Dmetalog.spark.log={log}"
+        ),
+    }
+    conf = {**BASE_CONF, **local, **logging,
+            "spark.jars": ",".join(str(p) for p in spark_jars()), **(extra_conf or {})}
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient
 from metalog import jars
 from metalog.errors import StackError
 from metalog.stack_config import StackConfig, log4j2_properties, server_properties
+from projector.kafka.clients import CLIENT_LOGGING
 from projector.kafka.topics import create_metalog_topics
 
 START_TIMEOUT_S = 90.0
@@ -173,7 +174,9 @@ def _wait_ready(config: StackConfig, pid: int, timeout_s: float) -> None:
             raise StackError(f"the broker exited during startup:\n{_log_tail(config)}")
         if _port_open(config.port):
             try:
-                AdminClient({"bootstrap.servers": config.bootstrap}).list_topics(timeout=5)
+                AdminClient({"bootstrap.servers": config.bootstrap, **CLIENT_LOGGING}).list_topics(
+                    timeout=5
+                )
                 return
             except KafkaException:
                 pass

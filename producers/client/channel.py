@@ -17,7 +17,7 @@ from producers.errors import LeaderUnavailable
 from producers.kafka.errors import kafka_error
 from producers.kafka.routing import Layout, read_layout
 from producers.leader.waiter import Waiter
-from projector.kafka.clients import KAFKA_LOG, next_batch, watermarks
+from projector.kafka.clients import CLIENT_LOGGING, next_batch, watermarks
 
 _REPLIES_PER_READ = 500
 """At most this many replies are taken from the topic per read."""
@@ -141,12 +141,12 @@ class CommandChannel:
             # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
             producer = Producer(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "linger.ms": 2, "logger": KAFKA_LOG, "log_level": 5}
+                 "linger.ms": 2, **CLIENT_LOGGING}
             )  # fmt: skip
             consumer = Consumer(
                 {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
                  "enable.auto.commit": False, "isolation.level": "read_committed",
-                 "logger": KAFKA_LOG, "log_level": 5}  # as the leader's (owner.py)
+                 **CLIENT_LOGGING}
             )  # fmt: skip
             tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
             try:

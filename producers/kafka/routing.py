@@ -12,7 +12,7 @@ from producers.decide.sizes import KAFKA_MAX_MESSAGE_BYTES, record_limit
 from producers.errors import LeaderUnavailable
 from producers.kafka.errors import kafka_error
 from projector.errors import TopicError
-from projector.kafka.clients import KAFKA_LOG
+from projector.kafka.clients import CLIENT_LOGGING
 from projector.kafka.topics import describe_topic_config
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def read_layout(bootstrap: str, topics: Topics, timeout: float = 10.0) -> Layout
         LeaderUnavailable: The cluster did not answer within `timeout` seconds, or a
             topic is missing.
     """
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": KAFKA_LOG}
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, **CLIENT_LOGGING}
     admin = AdminClient(config)
     try:
         metadata = admin.list_topics(timeout=max(timeout, 0.001))

@@ -36,7 +36,7 @@ from producers.leader.owner import (
 )
 from producers.leader.waiter import Waiter
 from projector.errors import ApplyError
-from projector.kafka.clients import KAFKA_LOG, next_batch
+from projector.kafka.clients import CLIENT_LOGGING, next_batch
 
 log = logging.getLogger(__name__)
 
@@ -214,8 +214,7 @@ class Leader:
                 # A leader that died is replaced after this long, not Kafka's 45 s default.
                 "session.timeout.ms": self.options.session_timeout_ms,
                 "heartbeat.interval.ms": 1_000,
-                "logger": KAFKA_LOG,  # as the producer's (owner.py)
-                "log_level": 5,
+                **CLIENT_LOGGING,
             }
         )
         consumer.subscribe(

@@ -21,7 +21,7 @@ from producers.leader.ids import random_uuid
 from producers.leader.isolation import refusal, serve_alone
 from producers.leader.local import LocalCatalog, Stamp
 from producers.leader.log import read_partition
-from projector.kafka.clients import KAFKA_LOG
+from projector.kafka.clients import CLIENT_LOGGING
 
 __all__ = ["Input", "LeaderOptions", "PartitionOwner", "crash_point", "stamp_now"]
 
@@ -219,9 +219,7 @@ class PartitionOwner:
                 "transactional.id": f"{self.topics.prefix}-leader-{self.partition}",
                 "transaction.timeout.ms": self.options.transaction_timeout_ms,
                 **TRANSACTIONAL_SETTINGS,
-                # Through logging, not raw on stderr (`leader --json` stays JSON); notices
-                # and worse: an info line at close would bypass logging.
-                "logger": KAFKA_LOG, "log_level": 5,
+                **CLIENT_LOGGING,  # through logging: `leader --json` stays JSON
             }
         )
         try:

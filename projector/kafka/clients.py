@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
@@ -23,6 +24,11 @@ log = logging.getLogger(__name__)
 KAFKA_LOG = logging.getLogger("metalog.kafka")
 """librdkafka's own log (connection failures, retries): metalog's clients hand it to Python
 logging instead of writing to stderr, so the application (and the CLI) decides what is shown."""
+
+CLIENT_LOGGING: dict[str, Any] = {"logger": KAFKA_LOG, "log_level": 5}
+"""What every metalog Kafka client (consumer, producer, admin) logs, and where: librdkafka's
+notices and worse, through `KAFKA_LOG`. Info lines are left out: one at close would still go
+straight to stderr (it outlives the Python logger)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +46,7 @@ def new_consumer(bootstrap: str) -> Consumer:
     return Consumer(
         {
             "bootstrap.servers": bootstrap,
-            "logger": KAFKA_LOG,
+            **CLIENT_LOGGING,
             "group.id": f"metalog-follower-{uuid.uuid4()}",
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
@@ -188,7 +194,7 @@ class DeadLetters:
         if self._producer is None:
             self._producer = Producer(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "logger": KAFKA_LOG}
+                 **CLIENT_LOGGING}
             )  # fmt: skip
         for letter in letters:
             log.warning(

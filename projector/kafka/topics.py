@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 
 from events.topics import Topics
 from projector.errors import TopicError
+from projector.kafka.clients import CLIENT_LOGGING
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -39,7 +40,7 @@ def metalog_topic_configs(prefix: str) -> dict[str, dict[str, str]]:
 
 
 def _admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap})
+    return AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOGGING})
 
 
 def create_topics(

@@ -33,7 +33,9 @@ def test_status_and_down_of_a_stopped_broker(tmp_path: Path) -> None:
 def test_snapshot_list_and_verify_report_each_file(tmp_path: Path) -> None:
     catalog = random_log(20, seed=5)
     good = write_snapshot(tmp_path, catalog.image, Position("metalog.events", 0, 42))
-    code, listed = document("snapshot", "list", "--snapshot-dir", str(tmp_path), "--catalog", CATALOG)
+    code, listed = document(
+        "snapshot", "list", "--snapshot-dir", str(tmp_path), "--catalog", CATALOG
+    )
     assert code == 0
     [entry] = listed["snapshots"]
     assert set(entry) == SNAPSHOT_KEYS
