@@ -167,11 +167,11 @@ def decide_record(
     except CommandRejected as error:
         return Rejection(error)
     except Exception as exc:  # a rule's bug or a value the encoding refuses: this command only
-        return Rejection(_internal(exc))
+        return Rejection(internal_error(exc))
     return sealed
 
 
-def _internal(exc: Exception) -> InternalError:
+def internal_error(exc: Exception) -> InternalError:
     """The `InternalError` for an unexpected exception, which stays its cause (for the log)."""
     error = InternalError(clip(f"{type(exc).__name__}: {exc}"))
     error.__cause__ = exc

@@ -15,7 +15,7 @@ from events.commands import Command
 from events.errors import EncodeError
 from events.replies import Rejected, Reply
 from events.topics import Topics
-from producers.decide.core import Rejection
+from producers.decide.core import Rejection, internal_error
 from producers.decide.sizes import clip
 from producers.errors import CommandRejected, InternalError, RecordRefused, TooLarge
 from producers.leader.committer import Batch, Input
@@ -75,9 +75,7 @@ class Answers:
 
     def unexpected(self, command: Command, exc: Exception) -> Rejected:
         """The `InternalError` reply to a command whose serving raised `exc`."""
-        error = InternalError(clip(f"{type(exc).__name__}: {exc}"))
-        error.__cause__ = exc
-        return self.rejected(command, error)
+        return self.rejected(command, internal_error(exc))
 
     def refused(self, batch: Batch, item: Input, refused: RecordRefused) -> None:
         """Answer an input whose record was refused for good: `TooLarge` or `InternalError`."""

@@ -23,6 +23,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from events import commands as c
 from producers.decide.rules import validate
+from producers.decide.sizes import clip
 from producers.errors import CommandRejected
 from producers.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatement
 from producers.sql.hints import expectations
@@ -37,8 +38,8 @@ from producers.sql.reads import (  # the read actions are named here too: one im
 from producers.sql.writes import (
     ALTER_FORMS,
     DIALECT,
+    SHOWN,
     WRITES,
-    clip,
     line_of,
     line_of_command,
     summary,
@@ -140,8 +141,8 @@ def parse(text: str) -> list[exp.Expr]:
     for tree in trees:
         if isinstance(tree, exp.Command):
             raise UnsupportedStatement(
-                f"line {line_of_command(text, tree)}: `{clip(tree.sql(dialect=DIALECT))}` is "
-                "not a statement metalog serves: "
+                f"line {line_of_command(text, tree)}: "
+                f"`{clip(tree.sql(dialect=DIALECT), SHOWN)}` is not a statement metalog serves: "
                 "docs/sql.md lists the statements"
             )
     return trees

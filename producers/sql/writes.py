@@ -15,6 +15,7 @@ from sqlglot import exp
 from events import commands as c
 from events.values import Column
 from producers.decide.rules.labels import parse_attributes
+from producers.decide.sizes import clip
 from producers.sql import dialect as d
 from producers.sql.errors import UnsupportedStatement
 
@@ -27,6 +28,9 @@ ALTER_FORMS = ("ALTER TABLE t {ADD COLUMN c T | DROP COLUMN c | RENAME TO t2 | [
 
 Spec = tuple[type[c.CommandBase], dict[str, Any]]
 Handler = Callable[[str, Any], tuple[list[Spec], str | None]]
+
+SHOWN = 200
+"""A statement is cut to this many characters where a message quotes it."""
 
 
 def _names(schema: str, table: exp.Table) -> dict[str, str]:
@@ -154,8 +158,8 @@ def _alter(schema: str, tree: exp.Alter) -> tuple[list[Spec], str | None]:
             )
         else:
             raise UnsupportedStatement(
-                f"`{clip(action.sql(dialect=DIALECT))}` is not an ALTER TABLE action metalog "
-                f"serves; the actions are {ALTER_FORMS}"
+                f"`{clip(action.sql(dialect=DIALECT), SHOWN)}` is not an ALTER TABLE action "
+                f"metalog serves; the actions are {ALTER_FORMS}"
             )
     options = dict(_option(p) for p in tree.args.get("options") or [])
     fields = {**names, "add_columns": tuple(add), "drop_columns": tuple(drop),
@@ -219,7 +223,7 @@ WRITES: dict[type[Any], Handler] = {
 def summary(tree: exp.Expr) -> str:
     """How messages and `--json` name a statement: a query's text, else its kind and table."""
     if isinstance(tree, exp.Query | exp.Show | exp.Use):
-        return clip(tree.sql(dialect=DIALECT))
+        return clip(tree.sql(dialect=DIALECT), SHOWN)
     table = tree.find(exp.Table)
     name = f" {table.sql(dialect=DIALECT)}" if table is not None else ""
     return f"{_KINDS.get(type(tree), type(tree).__name__)}{name}"
@@ -251,8 +255,3 @@ def line_of(tree: exp.Expr) -> int:
         if isinstance(node, exp.Identifier) and node.meta.get("line"):
             return int(node.meta["line"])
     return 1
-
-
-def clip(text: str, most: int = 200) -> str:
-    """`text`, cut to `most` characters for a message."""
-    return text if len(text) <= most else text[:most] + "…"

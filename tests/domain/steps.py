@@ -203,6 +203,12 @@ def plans(
     return st.lists(steps, min_size=min_size, max_size=max_size)
 
 
+MODES = st.sampled_from(("auto", "explicit"))
+"""Both publish modes."""
+MIXED = plans(st.one_of(valid_steps, hostile_steps()))
+"""Valid and hostile steps, interleaved: what the properties play by default."""
+
+
 def make(kind: type[C], **fields: Any) -> C:
     """A command without validation: a fresh command_id, the test catalog, schema `public`."""
     fields.setdefault("command_id", f"cmd-{next(_command_ids)}")

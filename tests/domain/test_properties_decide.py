@@ -38,10 +38,7 @@ from events.values import DatanodeTableValue, TableInfoValue, TableNameValue, Ta
 from producers.decide.core import Rejection
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT
 from tests.domain.runs import PROPERTIES, Run, describe
-from tests.domain.steps import Step, hostile_steps, plans, valid_steps
-
-MODES = st.sampled_from(("auto", "explicit"))
-MIXED = plans(st.one_of(valid_steps, hostile_steps()))
+from tests.domain.steps import MIXED, MODES, Step, hostile_steps, plans, valid_steps
 
 
 @PROPERTIES

@@ -18,10 +18,7 @@ from projector.fold.apply import apply, replay
 from projector.fold.image import Image
 from tests.domain.builders import CATALOG
 from tests.domain.runs import PROPERTIES, Run
-from tests.domain.steps import Step, hostile_steps, plans, role_steps, valid_steps
-
-MODES = st.sampled_from(("auto", "explicit"))
-MIXED = plans(st.one_of(valid_steps, hostile_steps()))
+from tests.domain.steps import MIXED, MODES, Step, plans, role_steps, valid_steps
 
 
 @PROPERTIES

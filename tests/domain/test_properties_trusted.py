@@ -21,9 +21,8 @@ from pydantic import BaseModel, ValidationError
 from events.event import Event
 from producers.decide.core import Rejection
 from tests.domain.runs import PROPERTIES, Run, describe
-from tests.domain.steps import Step, hostile_steps, plans, role_steps, valid_steps
+from tests.domain.steps import MODES, Step, hostile_steps, plans, role_steps, valid_steps
 
-MODES = st.sampled_from(("auto", "explicit"))
 STEPS = plans(st.one_of(valid_steps, role_steps, hostile_steps()))
 
 
