@@ -157,7 +157,8 @@ def _sql(args: argparse.Namespace) -> int:
         expected_version=args.expected_version,
         expected_resource_version=args.expected_resource_version,
     )  # fmt: skip
-    session = SqlSession(args.bootstrap, settings, Topics(args.prefix), args.timeout)
+    session = SqlSession(args.bootstrap, settings, Topics(args.prefix), args.timeout,
+                         args.delta_dir)
     try:
         if args.file:
             text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
@@ -193,4 +194,7 @@ def add_parser(subparsers: Any) -> None:
                         help="… only while the catalog is at this resource_version")
     parser.add_argument("--timeout", type=positive_float, default=30.0,
                         help="seconds to wait for a reply or for the follower")  # fmt: skip
+    parser.add_argument("--delta-dir", metavar="DIR",
+                        help="answer queries from the Spark projection's Delta tables under "
+                             "DIR (`metalog project --delta-dir`) instead of a follower")
     parser.set_defaults(func=_sql)

@@ -1,4 +1,5 @@
-"""Run SQL scripts: writes through `MetadataClient`, reads through a follower's image.
+"""Run SQL scripts: writes through `MetadataClient`, reads through a follower's image
+(or the Spark projection's Delta tables).
 
 `SqlSession.run(text)` translates the whole script first (`producers.sql.translate`):
 a statement that does not parse or breaks a rule stops it before anything is
@@ -25,6 +26,7 @@ from projector.errors import FollowerError
 from projector.fold.image import Image
 from projector.follower.follower import Follower
 from projector.query.engine import Engine, Result
+from projector.query.source import ImageSource
 
 _BASE_FIELDS = frozenset({"type", "command_id", "catalog", "actor", "expected_version",
                           "expected_resource_version", "reply_to"})  # fmt: skip
@@ -73,16 +75,20 @@ class SqlSession:
         settings: The catalog, actor, database and optimistic checks.
         topics: The topic names (prefix).
         timeout: Seconds to wait for a reply or for the follower to catch up.
+        delta_dir: Read from the Spark projection's Delta tables under this root
+            instead of a follower (they trail the log by the projection's lag).
     """
 
     bootstrap: str
     settings: t.Settings
     topics: Topics = field(default_factory=Topics)
     timeout: float = 30.0
+    delta_dir: str | None = None
     _client: MetadataClient | None = None
     _follower: Follower | None = None
     _engine: Engine | None = None
     _written: int = 0
+    _engine_at: int = 0
 
     def run(self, text: str) -> list[Applied]:
         """Translate the whole script, then run it statement by statement.
@@ -183,11 +189,21 @@ class SqlSession:
         return self._follower.wait_for(self._written, self.timeout)
 
     def engine(self) -> Engine:
-        """An engine over the follower's image, holding at least this session's writes."""
+        """An engine over the follower's image, holding at least this session's writes;
+        with `delta_dir`, over the projection's Delta tables as they are now."""
+        if self.delta_dir is not None:
+            if self._engine is None or self._engine_at != self._written:
+                from streaming.relations import DeltaSource  # deltalake: only when asked
+
+                self._engine = Engine(DeltaSource(self.delta_dir, self.settings.catalog))
+                self._engine_at = self._written
+            return self._engine
         image = self.image()
-        if self._engine is None or self._engine.image is not image:
-            self._engine = Engine(image)
-        return self._engine
+        engine = self._engine
+        if engine is None or not (isinstance(engine.source, ImageSource)
+                                  and engine.source.image is image):  # fmt: skip
+            engine = self._engine = Engine(image)
+        return engine
 
     def close(self) -> None:
         """Close the client and stop the follower."""

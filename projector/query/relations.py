@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -43,6 +43,28 @@ _TIDB_RULES = {
 }
 """TiDB's column names of the two views of the label rules (same rows, same format)."""
 
+SCHEMAS: dict[str, pa.Schema] = {
+    "table_info": _TABLE,
+    "table_name": pa.schema([("schema_name", pa.string()), ("table_name", pa.string()),
+                             ("table_id", pa.int64())]),
+    "table_route": pa.schema([("table_id", pa.int64()), ("region_id", pa.int64()),
+                              ("leader_datanode", pa.int64()),
+                              ("follower_datanodes", pa.list_(pa.int64()))]),
+    "datanode_table": pa.schema([("datanode_id", pa.int64()), ("table_id", pa.int64()),
+                                 ("regions", pa.list_(pa.int64())), ("version", pa.int64())]),
+    "label_rule": pa.schema([("rule_id", pa.string()), ("rule_type", pa.string()),
+                             ("labels", pa.list_(_LABEL)), ("ranges", pa.list_(_RANGE))]),
+    "dropped_tables": _TABLE,
+    **{name: pa.schema([(c, pa.string()) for c in columns])
+       for name, columns in _TIDB_RULES.items()},
+}  # fmt: skip
+"""Each relation's columns, whichever `Source` builds it."""
+
+
+def options_text(options: Mapping[str, str]) -> str:
+    """A table's options as the `options` column shows them: sorted JSON."""
+    return json.dumps(dict(options), sort_keys=True)
+
 
 def relations(view: View) -> dict[str, pa.Table]:
     """Every relation of the module docstring, built from `view`."""
@@ -56,12 +78,10 @@ def relation(view: View, name: str) -> pa.Table:
         KeyError: `name` is not one of `RELATIONS`.
     """
     if name in _TIDB_RULES:
-        columns = _TIDB_RULES[name]
         rows = region_label_rows(view.label_rules())
-        return pa.table({
-            columns[0]: [r.rule_id for r in rows], columns[1]: [r.rule_type for r in rows],
-            columns[2]: [r.region_label for r in rows], columns[3]: [r.ranges for r in rows],
-        }, schema=pa.schema([(c, pa.string()) for c in columns]))  # fmt: skip
+        return pa.table([[r.rule_id for r in rows], [r.rule_type for r in rows],
+                         [r.region_label for r in rows], [r.ranges for r in rows]],
+                        schema=SCHEMAS[name])  # fmt: skip
     return _BUILDERS[name](view)
 
 
@@ -99,7 +119,7 @@ def _table_rows(infos: Iterator[TableInfoValue]) -> pa.Table:
         schemas.append(info.schema_name)
         names.append(info.table_name)
         versions.append(info.version)
-        options.append(json.dumps(info.options, sort_keys=True) if info.options else "{}")
+        options.append(options_text(info.options))
         for column in info.columns:
             row = shared.get(id(column))
             if row is None:
@@ -145,9 +165,7 @@ def _table_name(view: View) -> pa.Table:
         schemas.append(schema)
         tables.append(table)
         ids.append(getattr(value, "table_id", None))
-    return pa.table({"schema_name": pa.array(schemas, pa.string()),
-                     "table_name": pa.array(tables, pa.string()),
-                     "table_id": pa.array(ids, pa.int64())})  # fmt: skip
+    return pa.table([schemas, tables, ids], schema=SCHEMAS["table_name"])
 
 
 def _table_route(view: View) -> pa.Table:
@@ -158,10 +176,7 @@ def _table_route(view: View) -> pa.Table:
             rows.append({"table_id": table_id, "region_id": region.region_id,
                          "leader_datanode": region.leader_datanode,
                          "follower_datanodes": list(region.follower_datanodes)})  # fmt: skip
-    return pa.Table.from_pylist(rows, schema=pa.schema([
-        ("table_id", pa.int64()), ("region_id", pa.int64()), ("leader_datanode", pa.int64()),
-        ("follower_datanodes", pa.list_(pa.int64())),
-    ]))  # fmt: skip
+    return pa.Table.from_pylist(rows, schema=SCHEMAS["table_route"])
 
 
 def _datanode_table(view: View) -> pa.Table:
@@ -170,10 +185,7 @@ def _datanode_table(view: View) -> pa.Table:
         if isinstance(value, DatanodeTableValue):
             rows.append({"datanode_id": value.datanode_id, "table_id": value.table_id,
                          "regions": list(value.regions), "version": value.version})  # fmt: skip
-    return pa.Table.from_pylist(rows, schema=pa.schema([
-        ("datanode_id", pa.int64()), ("table_id", pa.int64()), ("regions", pa.list_(pa.int64())),
-        ("version", pa.int64()),
-    ]))  # fmt: skip
+    return pa.Table.from_pylist(rows, schema=SCHEMAS["datanode_table"])
 
 
 def _label_rule(view: View) -> pa.Table:
@@ -182,10 +194,7 @@ def _label_rule(view: View) -> pa.Table:
          "labels": [x.model_dump() for x in r.labels], "ranges": [x.model_dump() for x in r.ranges]}
         for r in view.label_rules()
     ]  # fmt: skip
-    return pa.Table.from_pylist(rows, schema=pa.schema([
-        ("rule_id", pa.string()), ("rule_type", pa.string()), ("labels", pa.list_(_LABEL)),
-        ("ranges", pa.list_(_RANGE)),
-    ]))  # fmt: skip
+    return pa.Table.from_pylist(rows, schema=SCHEMAS["label_rule"])
 
 
 _BUILDERS: dict[str, Callable[[View], pa.Table]] = {

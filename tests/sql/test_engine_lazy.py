@@ -6,16 +6,21 @@ import json
 
 import pytest
 
+from projector.fold.image import Image
 from projector.query.engine import Engine, QueryError
 from projector.query.relations import RELATIONS, relation, relations
 from tests.domain.builders import create, local
 
 
-def engine() -> Engine:
+def image() -> Image:
     catalog = local()
     for name in ("a", "b"):
         catalog.submit(create(name))
-    return Engine(catalog.image)
+    return catalog.image
+
+
+def engine() -> Engine:
+    return Engine(image())
 
 
 def test_a_query_builds_the_relations_it_names_and_no_other() -> None:
@@ -30,7 +35,7 @@ def test_a_query_builds_the_relations_it_names_and_no_other() -> None:
 
 
 def test_each_relation_is_the_one_built_eagerly() -> None:
-    lazy, eager = engine(), relations(engine().image.published)
+    lazy, eager = engine(), relations(image().published)
     for name in RELATIONS:
         assert lazy.query(f"SELECT * FROM {name}").rows == tuple(
             tuple(row.values()) for row in eager[name].to_pylist())
