@@ -17,7 +17,7 @@ from typing import Any
 from events.event import Event
 from events.intents import PartitionExchanged, TableTruncated
 from projector.audit.changes import KeyChange, compare
-from projector.audit.ddl import ddl
+from projector.audit.ddl import NameOf, ddl
 from projector.fold.apply import apply
 from projector.fold.image import Image
 from projector.fold.view import View
@@ -92,7 +92,7 @@ def catalog_diff(start: Image, events: Iterable[Event], to: Point) -> tuple[Cata
         if table is None:
             continue
         owner = group.setdefault(table, table)
-        statement = ddl(intent, lambda i, view=before: _name(view, i))
+        statement = ddl(intent, _namer(before))
         statements.setdefault(owner, []).append(statement)
         if isinstance(intent, TableTruncated):
             group[intent.new_table_id] = owner
@@ -120,3 +120,7 @@ def _known(view: View, table_id: int) -> bool:
 def _name(view: View, table_id: int) -> str:
     info = view.table(table_id) or view.dropped_table(table_id)
     return f"table #{table_id}" if info is None else f"{info.schema_name}.{info.table_name}"
+
+
+def _namer(view: View) -> NameOf:
+    return lambda table_id: _name(view, table_id)
