@@ -114,5 +114,3 @@ def add_commands(audit: Any) -> None:
                       help="start from the newest snapshot at or below --from")  # fmt: skip
     add_json_flag(diff, "JSON (docs/cli.md)")
     diff.set_defaults(func=_diff)
-
-

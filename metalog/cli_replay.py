@@ -112,8 +112,12 @@ def add_parser(subparsers: Any) -> None:
     """Register ``replay``."""
     replay = subparsers.add_parser("replay", help="print a catalog as it was at a point")
     add_log_options(replay)
-    replay.add_argument("--as-of", required=True, metavar="RV|TIME",
-                        help="a resource_version or an ISO 8601 time (UTC unless it says)")
+    replay.add_argument(
+        "--as-of",
+        required=True,
+        metavar="RV|TIME",
+        help="a resource_version or an ISO 8601 time (UTC unless it says)",
+    )
     replay.add_argument("--snapshot-dir", default=DEFAULT_SNAPSHOTS,
                         help="start from the newest snapshot at or below the point in this "
                              "folder (default .metalog/snapshots; '' for none)")  # fmt: skip

@@ -91,4 +91,3 @@ class Lineage:
         if current is not None:
             return current
         return max((n for n, ids in self.ids.items() if table_id in ids), default=None)
-

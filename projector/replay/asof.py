@@ -96,9 +96,7 @@ def _starting_point(
     return None
 
 
-def _before(
-    bootstrap: str, topics: Topics, catalog: str, position: Position, point: Point
-) -> bool:
+def _before(bootstrap: str, topics: Topics, catalog: str, position: Position, point: Point) -> bool:
     """Whether the first event after a snapshot lies at or before a time point."""
     reader = LogReader(bootstrap, topics, catalog, position.next_offset)
     events = reader.events()

@@ -104,8 +104,8 @@ def _rows(png: Path) -> list[bytes]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     at, idat, width = 8, b"", 0
     while at < len(data):
-        size = int.from_bytes(data[at:at + 4], "big")
-        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + size]
+        size = int.from_bytes(data[at : at + 4], "big")
+        kind, body = data[at + 4 : at + 8], data[at + 8 : at + 8 + size]
         if kind == b"IHDR":
             width, channels = int.from_bytes(body[:4], "big"), {2: 3, 6: 4}[body[9]]
         elif kind == b"IDAT":
@@ -113,4 +113,4 @@ def _rows(png: Path) -> list[bytes]:
         at += size + 12
     raw = zlib.decompress(idat)
     stride = 1 + width * channels
-    return [raw[i:i + stride] for i in range(0, len(raw), stride)]
+    return [raw[i : i + stride] for i in range(0, len(raw), stride)]
