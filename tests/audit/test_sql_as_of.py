@@ -1,4 +1,4 @@
-"""`SELECT … AS OF RESOURCE_VERSION n | AS OF TIMESTAMP '…'` in `metalog sql`, over a real broker."""
+"""`SELECT … AS OF RESOURCE_VERSION n | AS OF TIMESTAMP …` in `metalog sql`, on a real broker."""
 
 from __future__ import annotations
 
