@@ -12,11 +12,12 @@ from rich.table import Table
 from events.topics import Topics
 from metalog.cli_follow import DEFAULT_SNAPSHOTS
 from metalog.cli_json import add_json_flag, print_json
-from metalog.cli_replay import add_log_options, image_at
+from metalog.cli_replay import add_log_options
 from projector.audit.diff import catalog_diff
 from projector.audit.history import TableHistory, table_history
 from projector.audit.page import history_page
 from projector.errors import ReplayError
+from projector.replay.asof import open_at
 from projector.replay.point import parse_point
 from projector.replay.source import LogReader
 
@@ -68,12 +69,16 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    start = image_at(argparse.Namespace(**{**vars(args), "as_of": args.from_point}))
     to = parse_point(args.to_point)
-    if to.resource_version is not None and to.resource_version < start.resource_version:
-        raise ReplayError(f"--to {args.to_point} lies before --from {args.from_point}")
-    events = LogReader(args.bootstrap, Topics(args.prefix), args.catalog).events()
-    diff, _ = catalog_diff(start, events, to)
+    start, events = open_at(args.bootstrap, Topics(args.prefix), args.catalog,
+                            parse_point(args.from_point),
+                            Path(args.snapshot_dir) if args.snapshot_dir else None)  # fmt: skip
+    try:
+        if to.resource_version is not None and to.resource_version < start.resource_version:
+            raise ReplayError(f"--to {args.to_point} lies before --from {args.from_point}")
+        diff, _ = catalog_diff(start, events, to)
+    finally:
+        events.close()
     if args.json:
         print_json(diff.document())
         return 0

@@ -10,7 +10,7 @@ happened at or before the time (one record read to find out).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 from events.event import Event
@@ -53,23 +53,69 @@ def replay_as_of(
         ApplyError: An event does not fit: the log is damaged (`metalog audit verify`).
         KafkaException: The cluster or the events topic cannot be reached.
     """
+    image, rest = open_at(bootstrap, topics, catalog, point, snapshot_dir, progress)
+    rest.close()
+    return image
+
+
+def open_at(
+    bootstrap: str,
+    topics: Topics,
+    catalog: str,
+    point: Point,
+    snapshot_dir: Path | None = None,
+    progress: Progress | None = None,
+) -> tuple[Image, Generator[Event, None, None]]:
+    """`replay_as_of`, and the events after the point, read on from the same consumer.
+
+    For a diff: the second point is reached without reading the log twice. Close
+    the generator (or read it to the end) to close its consumer.
+
+    Raises:
+        The same as `replay_as_of`.
+    """
     start = _starting_point(bootstrap, topics, catalog, point, snapshot_dir)
     image, position = start if start is not None else (Image.empty(catalog), None)
     reader = LogReader(bootstrap, topics, catalog, 0 if position is None else position.next_offset)
     seen = None if progress is None else (lambda event: progress(reader, event))
-    image = replay_until(image, reader.events(), point, seen)
-    if image.resource_version == 0:
-        raise ReplayError(
-            f"catalog `{catalog}` has no events on `{topics.events}` at or before {point}: "
-            "check the name (--catalog), the --prefix and the point"
-        )
-    wanted = point.resource_version
-    if wanted is not None and image.resource_version < wanted:
-        raise ReplayError(
-            f"resource_version {wanted} is past the end of catalog `{catalog}`'s log (its "
-            f"last is {image.resource_version}): ask for {image.resource_version} or less"
-        )
-    return image
+    events = reader.events()
+    passed: list[Event] = []
+    first = image.resource_version
+
+    def until() -> Iterator[Event]:
+        for event in events:
+            if event.resource_version > first and point.passed_by(event):
+                passed.append(event)  # the first event past the point: the rest begins here
+                return
+            yield event
+
+    try:
+        image = replay_until(image, until(), point, seen)
+        if image.resource_version == 0:
+            raise ReplayError(
+                f"catalog `{catalog}` has no events on `{topics.events}` at or before {point}: "
+                "check the name (--catalog), the --prefix and the point"
+            )
+        wanted = point.resource_version
+        if wanted is not None and image.resource_version < wanted:
+            raise ReplayError(
+                f"resource_version {wanted} is past the end of catalog `{catalog}`'s log (its "
+                f"last is {image.resource_version}): ask for {image.resource_version} or less"
+            )
+    except BaseException:
+        events.close()
+        raise
+    return image, _chained(passed, events)
+
+
+def _chained(
+    first: list[Event], events: Generator[Event, None, None]
+) -> Generator[Event, None, None]:
+    try:
+        yield from first
+        yield from events
+    finally:
+        events.close()
 
 
 def _starting_point(
@@ -103,5 +149,5 @@ def _before(bootstrap: str, topics: Topics, catalog: str, position: Position, po
     try:
         first = next(events, None)
     finally:
-        events.close()  # type: ignore[attr-defined]
+        events.close()
     return first is not None and not point.passed_by(first)

@@ -10,7 +10,7 @@ follower dead-letters it) and is counted, not returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException
@@ -55,7 +55,7 @@ class LogReader:
         """Records between `start` and `end` (transaction markers included): progress's total."""
         return max(self.end - self.start, 0)
 
-    def events(self) -> Iterator[Event]:
+    def events(self) -> Generator[Event, None, None]:
         """The catalog's events in log order; stop iterating early to stop reading.
 
         Raises:
