@@ -65,11 +65,11 @@ def open_at(
     point: Point,
     snapshot_dir: Path | None = None,
     progress: Progress | None = None,
-) -> tuple[Image, Generator[Event, None, None]]:
+) -> tuple[Image, Remaining]:
     """`replay_as_of`, and the events after the point, read on from the same consumer.
 
     For a diff: the second point is reached without reading the log twice. Close
-    the generator (or read it to the end) to close its consumer.
+    what remains to close its consumer.
 
     Raises:
         The same as `replay_as_of`.
@@ -105,17 +105,28 @@ def open_at(
     except BaseException:
         events.close()
         raise
-    return image, _chained(passed, events)
+    return image, Remaining(passed, events)
 
 
-def _chained(
-    first: list[Event], events: Generator[Event, None, None]
-) -> Generator[Event, None, None]:
-    try:
-        yield from first
-        yield from events
-    finally:
-        events.close()
+class Remaining:
+    """The events after a point, read on by the consumer that read up to it.
+
+    Args:
+        first: The events already read past the point (at most one).
+        events: The reader's generator.
+    """
+
+    def __init__(self, first: list[Event], events: Generator[Event, None, None]) -> None:
+        self._first = first
+        self._events = events
+
+    def __iter__(self) -> Iterator[Event]:
+        yield from self._first
+        yield from self._events
+
+    def close(self) -> None:
+        """Stop reading and close the consumer."""
+        self._events.close()
 
 
 def _starting_point(
