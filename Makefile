@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
-.PHONY: demo test test-unit lint bench up down status jars clean
+.PHONY: demo test test-unit lint bench up down status jars chromium clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,7 +20,13 @@ demo: jars
 	$(PY) -m metalog.cli up
 	$(PY) -m metalog.demo
 
-test: jars
+# The history page's test opens it in a real headless browser (Debian's chromium).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+chromium:
+	command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium; }
+
+test: jars chromium
 	$(PY) -m pytest
 
 test-unit: $(STAMP)

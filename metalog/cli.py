@@ -27,7 +27,8 @@ from projector.errors import FollowerStopped
 
 COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader",
                                    "metalog.cli_project", "metalog.cli_follow",
-                                   "metalog.cli_sql")
+                                   "metalog.cli_sql", "metalog.cli_replay",
+                                   "metalog.cli_audit")
 
 EXIT_USAGE = 2
 """A usage error (argparse's own code)."""

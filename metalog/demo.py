@@ -30,7 +30,9 @@ from events.errors import MetalogError
 from events.topics import Topics
 from metalog import demo_sql, demo_write
 from metalog.cli_follow import follow_demo
+from metalog.cli_history import history_of
 from metalog.stack_config import StackConfig
+from projector.audit.page import history_page
 from projector.follower.follower import Follower
 from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_rows
@@ -102,6 +104,9 @@ def main() -> int:
         follow_demo(bootstrap, topics, catalog)
         watch_datanode(bootstrap, topics, catalog, console)
         project(bootstrap, topics, config, catalog)
+        page = config.state_dir / "history-sales.html"  # public.orders, renamed by the demo
+        page.write_text(history_page(history_of(bootstrap, topics, catalog, "public.sales", None)))
+        console.print(f"[bold]audit[/] the history of public.sales (born public.orders): {page}")
     except (MetalogError, KafkaException) as exc:
         print(f"metalog demo: error: {exc} (is the broker up? run `metalog up`)", file=sys.stderr)
         return 1

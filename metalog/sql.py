@@ -27,6 +27,8 @@ from projector.fold.image import Image
 from projector.follower.follower import Follower
 from projector.query.engine import Engine, Result
 from projector.query.source import ImageSource
+from projector.replay.asof import replay_as_of
+from projector.replay.point import parse_point
 
 _BASE_FIELDS = frozenset({"type", "command_id", "catalog", "actor", "expected_version",
                           "expected_resource_version", "reply_to"})  # fmt: skip
@@ -156,6 +158,10 @@ class SqlSession:
         if isinstance(action, t.Use):
             self.settings = replace(self.settings, schema=action.schema)
             return None
+        if isinstance(action, t.Query) and action.as_of is not None:
+            image = replay_as_of(self.bootstrap, self.topics, self.settings.catalog,
+                                 parse_point(action.as_of))  # fmt: skip
+            return Engine(image).query(action.sql, action.params)
         engine = self.engine()
         if isinstance(action, t.Query):
             return engine.query(action.sql, action.params)

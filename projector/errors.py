@@ -131,3 +131,10 @@ class DivergedAt(Divergence):
 
 class TopicError(MetalogError):
     """A topic could not be created, described or deleted."""
+
+
+# -- Replay and audit (projector.replay, projector.audit) ----------------------
+
+
+class ReplayError(MetalogError):
+    """A replay point or a table to follow is malformed or outside the catalog's log."""

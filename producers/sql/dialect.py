@@ -95,6 +95,13 @@ class ShowCreateTable(exp.Expression):
 class TiDBParser(MySQLParser):
     """MySQL's parser, with the statements in the module docstring."""
 
+    VERSION_PHRASES: ClassVar[dict[tuple[str, ...], str]] = {
+        **MySQLParser.VERSION_PHRASES,
+        # TiDB's stale read, and metalog's own point: both answered by a replay of the log.
+        ("AS", "OF", "TIMESTAMP"): "TIMESTAMP",
+        ("AS", "OF", "RESOURCE_VERSION"): "RESOURCE_VERSION",
+    }
+
     PROPERTY_PARSERS: ClassVar[dict[str, Any]] = {
         **MySQLParser.PROPERTY_PARSERS,
         "PARTITION BY": lambda self: self._parse_partitioning(),
@@ -224,6 +231,8 @@ class TiDBParser(MySQLParser):
 
 class TiDB(MySQL):
     """TiDB's SQL as far as metalog serves it: MySQL plus the statements above."""
+
+    ALIAS_POST_VERSION = True  # `FROM t AS OF TIMESTAMP …`: the point, not an alias `OF`
 
     class Tokenizer(MySQL.Tokenizer):
         """MySQL's, except that RENAME is a statement of ours, not an unparsed command."""

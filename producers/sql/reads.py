@@ -21,10 +21,16 @@ SHOW_FORMS = ("SHOW {DATABASES | TABLES [FROM d] | CREATE TABLE t | ATTRIBUTES [
 
 @dataclass(frozen=True)
 class Query:
-    """A SELECT for the engine, in DuckDB's SQL, with `?` parameters."""
+    """A SELECT for the engine, in DuckDB's SQL, with `?` parameters.
+
+    `as_of` is the point of `AS OF RESOURCE_VERSION n` / `AS OF TIMESTAMP '…'` (a
+    resource_version or an ISO time, as text): the query reads the catalog replayed
+    to it instead of the current image.
+    """
 
     sql: str
     params: tuple[Any, ...] = ()
+    as_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,8 @@ def read_action(tree: exp.Expr, schema: str) -> Query | ShowCreateTable | ShowAt
         UnsupportedStatement: A SHOW that is not served.
     """
     if isinstance(tree, exp.Query):
-        return Query(_duckdb(tree))
+        as_of = _as_of(tree)
+        return Query(_duckdb(tree), as_of=as_of)
     if isinstance(tree, d.ShowCreateTable):
         return ShowCreateTable(tree.this.db or schema, tree.this.name)
     if isinstance(tree, d.ShowAttributes):
@@ -82,6 +89,27 @@ def read_action(tree: exp.Expr, schema: str) -> Query | ShowCreateTable | ShowAt
             f"SHOW {what} is not served; the forms are {SHOW_FORMS}"
         )
     return None
+
+
+def _as_of(tree: exp.Expr) -> str | None:
+    """The query's one `AS OF` point, taken off its tables; None without one.
+
+    Raises:
+        UnsupportedStatement: Tables read at different points.
+    """
+    points = set()
+    for table in tree.find_all(exp.Table):
+        version = table.args.get("version")
+        if version is None:
+            continue
+        value = version.expression
+        points.add(value.name if isinstance(value, exp.Literal) else value.sql())
+        table.set("version", None)
+    if len(points) > 1:
+        raise UnsupportedStatement(
+            f"one query reads one point: AS OF {sorted(points)} differ; use one AS OF"
+        )
+    return points.pop() if points else None
 
 
 def _show_attributes(tree: d.ShowAttributes, default: str) -> Query | ShowAttributes:

@@ -1,0 +1,150 @@
+"""Replay and audit benchmark: as-of replay vs raw decode, replay from a snapshot, one history.
+
+Why: an auditor replays a catalog to a point (`metalog replay`), follows one
+table (`metalog audit history`) and diffs points; each reads the log from
+Kafka and decodes it, so the limit is the decode rate of the same records.
+
+Run: `flock /work/wt/bench.lock .venv/bin/python -m bench.replay [--tables N --events M]`
+(starts its own broker on a temporary state directory and a free bench port,
+stopped at the end; prints one JSON document). Phases, in one run:
+
+- the log: `bench.apply.grown_log` (N creates, then changes to them up to M
+  events, auto mode), produced in transactions of 10,000;
+- raw decode: every record of the catalog fetched first, then
+  `events.codec.decode_event` over them alone (the limit);
+- as-of replay of the whole log from Kafka with no snapshot
+  (`projector.replay.asof.replay_as_of`: read, decode, fold);
+- a snapshot written 1,000 events below a point near the end, then the
+  replay to the point from it (load + the tail);
+- the history of one table (`metalog.cli_history.history_of`): reads and
+  decodes the whole log, then two passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from bench.apply import CATALOG, grown_log
+from bench.baseline import BENCH_PORTS
+from bench.ports import free_port_pair
+from bench.workload import encoded, produce
+from events.codec import decode_event
+from events.intents import TableCreated
+from events.topics import Topics
+from metalog import stack
+from metalog.cli_history import history_of
+from metalog.stack_config import StackConfig
+from projector.kafka.clients import new_consumer, next_batch
+from projector.kafka.topics import create_metalog_topics
+from projector.replay.asof import replay_as_of
+from projector.replay.point import Point
+from projector.replay.source import LogReader
+from projector.snapshot.store import Position, write_snapshot
+
+
+def fetch(bootstrap: str, topics: Topics) -> list[bytes]:
+    """Every record of the catalog, as bytes (partition 0, read_committed)."""
+    consumer = new_consumer(bootstrap)
+    consumer.assign([TopicPartition(topics.events, 0, 0)])
+    records: list[bytes] = []
+    try:
+        while True:
+            batch = next_batch(consumer, 10_000, 1.0)
+            done = False
+            for message in batch:
+                if message.error() is not None:
+                    done = True
+                elif message.key() == CATALOG.encode():
+                    records.append(message.value() or b"")
+            if done:
+                return records
+    finally:
+        consumer.close()
+
+
+def run(bootstrap: str, tables: int, events: int) -> dict[str, Any]:
+    """Every phase on one broker; figures as a dict."""
+    topics = Topics(f"bench-replay-{uuid.uuid4().hex[:8]}")
+    create_metalog_topics(bootstrap, topics.prefix, 1)
+    started = time.perf_counter()
+    log = grown_log(tables, events)
+    name = next(e.intent for e in log if isinstance(e.intent, TableCreated))
+    assert isinstance(name, TableCreated)
+    produce(bootstrap, topics.events, encoded(log), 1, transactional_id=str(uuid.uuid4()),
+            per_txn=10_000)  # fmt: skip
+    count = len(log)
+    del log
+    out: dict[str, Any] = {"events": count, "tables": tables,
+                           "log_s": round(time.perf_counter() - started, 1)}  # fmt: skip
+    records = fetch(bootstrap, topics)
+    assert len(records) == count
+    gc.disable()
+    started = time.perf_counter()
+    for record in records:
+        decode_event(record)
+    decode_s = time.perf_counter() - started
+    gc.enable()
+    del records
+    out["raw_decode_events_per_s"] = round(count / decode_s)
+    gc.disable()  # as the follower's snapshot loader and replay benches: an acyclic heap
+    started = time.perf_counter()
+    image = replay_as_of(bootstrap, topics, CATALOG, Point(resource_version=count))
+    replay_s = time.perf_counter() - started
+    gc.enable()
+    out["replay_events_per_s"] = round(count / replay_s)
+    out["replay_vs_decode"] = round(decode_s / replay_s, 2)
+    assert image.resource_version == count
+    point = count - 100
+    below = point - 1000
+    with tempfile.TemporaryDirectory(prefix="metalog-bench-replay-") as snaps:
+        reader = LogReader(bootstrap, topics, CATALOG)
+        next_offset = next(reader.offset + 1 for e in reader.events()
+                           if e.resource_version == below)  # fmt: skip
+        snapshot = replay_as_of(bootstrap, topics, CATALOG, Point(resource_version=below))
+        write_snapshot(Path(snaps), snapshot, Position(topics.events, 0, next_offset))
+        del snapshot
+        gc.disable()
+        started = time.perf_counter()
+        near = replay_as_of(bootstrap, topics, CATALOG, Point(resource_version=point), Path(snaps))
+        out["from_snapshot_s"] = round(time.perf_counter() - started, 2)
+        gc.enable()
+        assert near.resource_version == point
+    gc.disable()
+    started = time.perf_counter()
+    history = history_of(bootstrap, topics, CATALOG, f"{name.schema_name}.{name.table_name}",
+                         None)  # fmt: skip
+    out["history_s"] = round(time.perf_counter() - started, 2)
+    gc.enable()
+    out["history_changes"] = len(history.changes)
+    out["load_average"] = os.getloadavg()
+    return out
+
+
+def main() -> None:
+    """Parse arguments, start a broker, run, print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", type=int, default=100_000)
+    parser.add_argument("--events", type=int, default=200_000)
+    args = parser.parse_args()
+    port = free_port_pair(BENCH_PORTS)
+    with tempfile.TemporaryDirectory(prefix="metalog-bench-replay-") as tmp:
+        config = StackConfig(state_dir=Path(tmp), port=port, controller_port=port + 1)
+        stack.up(config)
+        try:
+            print(json.dumps(run(config.bootstrap, args.tables, args.events)))
+        finally:
+            stack.down(config)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Audit: replay-based history and diffs, signed checkpoints, and the verifier."""

@@ -1,0 +1,91 @@
+"""Reading one catalog's events back from its partition of the events topic, for a replay.
+
+The follower's plumbing (`projector.kafka.clients`: a read_committed consumer
+that assigns, batches, watermarks) read from a start offset up to the
+partition's end as it was when the read began: a replay of a live catalog
+ends at a fixed point. Records of other catalogs are skipped by their key
+before they are decoded; a record that does not decode is not an event (the
+follower dead-letters it) and is counted, not returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaPartition
+
+from events.codec import decode_event
+from events.errors import DecodeError
+from events.event import Event
+from events.topics import Topics, partition_for
+from projector.kafka.clients import new_consumer, next_batch, partition_count, watermarks
+
+
+@dataclass(slots=True)
+class LogReader:
+    """One catalog's events from `start` to the partition's end when `events` is first called.
+
+    Args:
+        bootstrap: `host:port` of the Kafka cluster (contacted by `events`).
+        topics: The topic names.
+        catalog: The catalog.
+        start: The first offset to read (0: the beginning).
+
+    Attributes:
+        partition: The catalog's partition (set once reading begins).
+        end: The partition's high watermark when reading began (-1 before).
+        offset: The offset of the last record read.
+        unreadable: Records of the catalog that do not decode (skipped).
+    """
+
+    bootstrap: str
+    topics: Topics
+    catalog: str
+    start: int = 0
+    partition: int = -1
+    end: int = -1
+    offset: int = -1
+    unreadable: int = 0
+    _batch: int = field(default=5000)
+
+    @property
+    def records(self) -> int:
+        """Records between `start` and `end` (transaction markers included): progress's total."""
+        return max(self.end - self.start, 0)
+
+    def events(self) -> Generator[Event, None, None]:
+        """The catalog's events in log order; stop iterating early to stop reading.
+
+        Raises:
+            KafkaException: The cluster or the events topic cannot be reached.
+        """
+        consumer = new_consumer(self.bootstrap)
+        try:
+            count = partition_count(consumer, self.topics.events)
+            assert count is not None  # `stopped` never turns true here
+            self.partition = partition_for(self.catalog, count)
+            tp = KafkaPartition(self.topics.events, self.partition)
+            low, self.end = watermarks(consumer, tp)
+            self.start = max(self.start, low)
+            if self.start >= self.end:
+                return
+            consumer.assign([KafkaPartition(self.topics.events, self.partition, self.start)])
+            key = self.catalog.encode()
+            while self.offset + 1 < self.end:
+                for message in next_batch(consumer, self._batch, 1.0):
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            return  # everything committed is read (an open transaction waits)
+                        raise KafkaException(error)
+                    self.offset = message.offset() or 0
+                    if message.key() != key:
+                        continue
+                    try:
+                        yield decode_event(message.value() or b"")
+                    except DecodeError:
+                        self.unreadable += 1
+        finally:
+            consumer.close()
