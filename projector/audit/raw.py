@@ -1,0 +1,213 @@
+"""An event record read as bytes: the envelope's head, the chain fields, the hash recomputed.
+
+The audit reads millions of records, so it builds no model: it walks the
+Avro body as far as the intent (the envelope's fixed order is the same in
+every schema version), reads `prev_hash`, `hash` and (v2 on) `trace_id` from
+the end, and hashes the body with the hash field emptied, the canonical body
+of `events.chain`. A record whose bytes do not parse this way is not an event
+the leader wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from events.schema_store import HEADER_LENGTH, MAGIC, default_store
+
+_HASH_FIELD = 33
+"""An Avro `bytes` of 32: the length byte 0x40 (zigzag 32), then the bytes."""
+
+
+class NotAnEvent(Exception):
+    """The bytes are not a well-formed event record (the audit reports them as modified)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawEvent:
+    """What the audit reads from one record.
+
+    Attributes:
+        catalog: The catalog.
+        resource_version: Its resource_version.
+        leader_epoch: Its leader_epoch.
+        occurred_micros: Its time (microseconds since the epoch, UTC).
+        tables: `(table_id, version)` pairs of the envelope.
+        intent: The intent's record name (`TableCreated`, `CheckpointSigned`, …).
+        intent_fields: The fields of a `LeaderElected` (`leader_id`) or a
+            `CheckpointSigned` (`resource_version`, `chain_hash`, `key_id`,
+            `signature`); empty for other intents.
+        prev_hash: The chain's previous hash, as recorded.
+        hash: The event's hash, as recorded.
+        computed: `sha256(prev_hash || canonical body)` of these bytes.
+        rv_span: Where the resource_version's bytes sit in the record (start, end).
+        prev_at: Where `prev_hash`'s 32 bytes start in the record.
+        tail: How many bytes follow the hash field (the `trace_id`, v2 on).
+    """
+
+    catalog: str
+    resource_version: int
+    leader_epoch: int
+    occurred_micros: int
+    tables: tuple[tuple[int, int], ...]
+    intent: str
+    intent_fields: dict[str, Any]
+    prev_hash: bytes
+    hash: bytes
+    computed: bytes
+    rv_span: tuple[int, int]
+    prev_at: int
+    tail: int
+
+
+def _intent_names() -> dict[bytes, tuple[tuple[str, ...], bool]]:
+    """Per writer fingerprint: the intent union's branch names, and whether `trace_id` follows."""
+    out = {}
+    for version in default_store().versions("event"):
+        fields = {f["name"]: f["type"] for f in version.parsed["fields"]}
+        names = tuple(branch["name"].rsplit(".", 1)[-1] for branch in fields["intent"])
+        out[version.fingerprint] = (names, "trace_id" in fields)
+    return out
+
+
+_WRITERS = _intent_names()
+
+
+def _long(data: bytes, at: int) -> tuple[int, int]:
+    byte = data[at]
+    at += 1
+    value = byte & 0x7F
+    shift = 7
+    while byte & 0x80:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+    return (value >> 1) ^ -(value & 1), at
+
+
+def _bytes(data: bytes, at: int) -> tuple[bytes, int]:
+    size, at = _long(data, at)
+    end = at + size
+    if size < 0 or end > len(data):
+        raise NotAnEvent("a length runs past the end of the record")
+    return data[at:end], end
+
+
+def zigzag(value: int) -> bytes:
+    """The Avro encoding of a long."""
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _trace_tail(data: bytes) -> int:
+    """How many bytes the `trace_id` takes at the end of a v2+ record."""
+    if data[-1] == 0 and data[-1 - _HASH_FIELD] == 0x40:
+        return 1
+    size = len(data)
+    # A traced event: 0x02 (the string branch), the length, the id; W3C ids are 32 characters.
+    for length in (32, *range(0, min(size, 4096))):
+        prefix = b"\x02" + zigzag(length)
+        tail = len(prefix) + length
+        if (
+            tail + 2 * _HASH_FIELD < size
+            and data[size - tail : size - length] == prefix
+            and data[size - tail - _HASH_FIELD] == 0x40
+        ):
+            return tail
+    raise NotAnEvent("the record does not end with the chain fields")
+
+
+def parse(data: bytes) -> RawEvent:
+    """Read one record's envelope head and chain fields, and recompute its hash.
+
+    Raises:
+        NotAnEvent: The bytes are not a well-formed event record.
+    """
+    if data[:2] != MAGIC or len(data) < HEADER_LENGTH + 2 * _HASH_FIELD:
+        raise NotAnEvent("not a single-object encoded record")
+    writer = _WRITERS.get(data[2:HEADER_LENGTH])
+    if writer is None:
+        raise NotAnEvent(f"writer schema {data[2:HEADER_LENGTH].hex()} is not an event schema")
+    names, traced = writer
+    try:
+        return _parse(data, names, traced)
+    except IndexError as exc:
+        raise NotAnEvent("the record is truncated") from exc
+    except UnicodeDecodeError as exc:
+        raise NotAnEvent("a string is not UTF-8") from exc
+
+
+def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
+    _, at = _bytes(data, HEADER_LENGTH)  # event_id
+    catalog_bytes, at = _bytes(data, at)
+    rv_start = at
+    resource_version, at = _long(data, at)
+    rv_span = (rv_start, at)
+    leader_epoch, at = _long(data, at)
+    _, at = _long(data, at)  # schema_epoch
+    branch, at = _long(data, at)  # command_id
+    if branch:
+        _, at = _bytes(data, at)
+    _, at = _bytes(data, at)  # actor
+    occurred, at = _long(data, at)
+    tables = []
+    count, at = _long(data, at)
+    while count:
+        if count < 0:  # a block with its byte size
+            count = -count
+            _, at = _long(data, at)
+        for _ in range(count):
+            table_id, at = _long(data, at)
+            version, at = _long(data, at)
+            tables.append((table_id, version))
+        count, at = _long(data, at)
+    index, at = _long(data, at)
+    if not 0 <= index < len(names):
+        raise NotAnEvent(f"intent branch {index} does not exist")
+    intent = names[index]
+    fields: dict[str, Any] = {}
+    if intent == "LeaderElected":
+        leader_id, at = _bytes(data, at)
+        fields["leader_id"] = leader_id.decode()
+    elif intent == "CheckpointSigned":
+        fields["resource_version"], at = _long(data, at)
+        fields["chain_hash"], at = _bytes(data, at)
+        fields["key_id"], at = _bytes(data, at)
+        fields["signature"], at = _bytes(data, at)
+    tail = _trace_tail(data) if traced else 0
+    hash_at = len(data) - tail - _HASH_FIELD
+    prev_at = hash_at - _HASH_FIELD
+    if data[prev_at] != 0x40 or data[hash_at] != 0x40 or prev_at < at:
+        raise NotAnEvent("the record does not end with the chain fields")
+    prev_hash = data[prev_at + 1 : hash_at]
+    recorded = data[hash_at + 1 : hash_at + _HASH_FIELD]
+    end = len(data) - tail
+    computed = hashlib.sha256(
+        prev_hash + data[HEADER_LENGTH:hash_at] + b"\x00" + data[end:]
+    ).digest()
+    return RawEvent(
+        catalog_bytes.decode(), resource_version, leader_epoch, occurred, tuple(tables), intent,
+        fields, prev_hash, recorded, computed, rv_span, prev_at + 1, tail,
+    )  # fmt: skip
+
+
+def rechained(data: bytes, event: RawEvent, resource_version: int, prev_hash: bytes) -> bytes:
+    """The hash `event` would have at another resource_version after another `prev_hash`.
+
+    Used to test a hypothesis about rewritten history (one inserted record)
+    without decoding: the record's bytes with the two fields replaced.
+    """
+    start, end = event.rv_span
+    hash_at = len(data) - event.tail - _HASH_FIELD
+    body = (
+        data[HEADER_LENGTH:start] + zigzag(resource_version) + data[end : event.prev_at]
+        + prev_hash + data[event.prev_at + 32 : hash_at] + b"\x00" + data[len(data) - event.tail :]
+    )  # fmt: skip
+    return hashlib.sha256(prev_hash + body).digest()
