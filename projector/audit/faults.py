@@ -34,8 +34,8 @@ class Fault:
         kind: What is wrong.
         catalog: Its catalog.
         partition: Its events partition.
-        offset: Its offset (for `truncated`: the end of the partition, where
-            the missing records should be).
+        offset: Its offset (for `truncated`: the offset after the catalog's
+            last record, where the missing ones should follow).
         resource_version: The resource_version it has or should have.
         reason: What was found, in words.
     """

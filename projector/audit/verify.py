@@ -61,6 +61,7 @@ class _Catalog:
     """The last good checkpoint (its resource_version and hash): the window starts after it."""
     window: list[_Seen] = field(default_factory=list)
     kept_found: bool = False
+    latest: Checkpoint | None = None
 
 
 class Verifier:
@@ -126,12 +127,8 @@ class Verifier:
         self._check(state, seen)
         state.partition, state.next_offset = partition, offset + 1
 
-    def finish(self, ends: dict[int, int] | None = None) -> Report:
-        """The outcome once every record was fed.
-
-        Args:
-            ends: Each partition's end offset (where a truncated tail would continue).
-        """
+    def finish(self) -> Report:
+        """The outcome once every record was fed."""
         if self._gap is not None and self.report.fault is None:
             self.report.fault = self._gap[2]
         for state in self._catalogs.values():
@@ -146,12 +143,17 @@ class Verifier:
             found = self._catalogs.get(kept.catalog)
             if found is None or not found.kept_found:
                 partition = -1 if found is None else found.partition
-                end = -1 if found is None else (ends or {}).get(partition, found.next_offset)
+                end = -1 if found is None else found.next_offset
                 last = 0 if found is None else found.summary.resource_version
                 self._fail("truncated", kept.catalog, partition, end, last + 1,
                            f"the log ends at resource_version {last}, before the kept "
                            f"checkpoint at {kept.resource_version}")  # fmt: skip
         return self.report
+
+    def latest_checkpoint(self, catalog: str) -> Checkpoint | None:
+        """The newest checkpoint of `catalog` that passed its checks, if any."""
+        state = self._catalogs.get(catalog)
+        return None if state is None else state.latest
 
     # -- the checks -------------------------------------------------------------
 
@@ -239,6 +241,7 @@ class Verifier:
             return False
         if self._key is not None:
             state.summary.signed_through = covered
+        state.latest = checkpoint
         return True
 
     def _rewritten(
