@@ -11,8 +11,7 @@ the leader wrote.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from events.schema_store import HEADER_LENGTH, MAGIC, default_store
 
@@ -24,8 +23,7 @@ class NotAnEvent(Exception):
     """The bytes are not a well-formed event record (the audit reports them as modified)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RawEvent:
+class RawEvent(NamedTuple):
     """What the audit reads from one record.
 
     Attributes:
@@ -42,6 +40,7 @@ class RawEvent:
         hash: The event's hash, as recorded.
         computed: `sha256(prev_hash || canonical body)` of these bytes.
         rv_span: Where the resource_version's bytes sit in the record (start, end).
+        tables_span: Where the `tables` array's bytes sit in the record (start, end).
         prev_at: Where `prev_hash`'s 32 bytes start in the record.
         tail: How many bytes follow the hash field (the `trace_id`, v2 on).
     """
@@ -57,6 +56,7 @@ class RawEvent:
     hash: bytes
     computed: bytes
     rv_span: tuple[int, int]
+    tables_span: tuple[int, int]
     prev_at: int
     tail: int
 
@@ -72,6 +72,8 @@ def _intent_names() -> dict[bytes, tuple[tuple[str, ...], bool]]:
 
 
 _WRITERS = _intent_names()
+_CATALOGS: dict[bytes, str] = {}
+"""Catalog names decoded once (a log holds few)."""
 
 
 def _long(data: bytes, at: int) -> tuple[int, int]:
@@ -145,19 +147,37 @@ def parse(data: bytes) -> RawEvent:
 
 
 def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
-    _, at = _bytes(data, HEADER_LENGTH)  # event_id
-    catalog_bytes, at = _bytes(data, at)
+    # Inline one-byte varints (lengths, epochs, small ids): a call per field halves the rate.
+    at = HEADER_LENGTH
+    for _ in (0, 1):  # event_id, then the catalog
+        size = data[at]
+        if size & 0x80:
+            size, at = _long(data, at)
+        else:
+            size, at = size >> 1, at + 1
+        at += size
+    catalog_bytes = data[at - size : at]
     rv_start = at
     resource_version, at = _long(data, at)
     rv_span = (rv_start, at)
-    leader_epoch, at = _long(data, at)
-    _, at = _long(data, at)  # schema_epoch
-    branch, at = _long(data, at)  # command_id
-    if branch:
-        _, at = _bytes(data, at)
-    _, at = _bytes(data, at)  # actor
+    byte = data[at]
+    if byte & 0x80:
+        leader_epoch, at = _long(data, at)
+    else:
+        leader_epoch, at = (byte >> 1) ^ -(byte & 1), at + 1
+    at = at + 1 if data[at] < 0x80 else _long(data, at)[1]  # schema_epoch
+    strings = 2 if data[at] else 1  # command_id (its branch: null, or a string), then the actor
+    at += 1
+    for _ in range(strings):
+        size = data[at]
+        if size & 0x80:
+            size, at = _long(data, at)
+        else:
+            size, at = size >> 1, at + 1
+        at += size
     occurred, at = _long(data, at)
     tables = []
+    tables_start = at
     count, at = _long(data, at)
     while count:
         if count < 0:  # a block with its byte size
@@ -168,9 +188,11 @@ def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
             version, at = _long(data, at)
             tables.append((table_id, version))
         count, at = _long(data, at)
-    index, at = _long(data, at)
-    if not 0 <= index < len(names):
+    tables_span = (tables_start, at)
+    index = data[at]
+    if index & 0x80 or index & 1 or index >> 1 >= len(names):
         raise NotAnEvent(f"intent branch {index} does not exist")
+    index, at = index >> 1, at + 1
     intent = names[index]
     fields: dict[str, Any] = {}
     if intent == "LeaderElected":
@@ -192,9 +214,12 @@ def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
     computed = hashlib.sha256(
         prev_hash + data[HEADER_LENGTH:hash_at] + b"\x00" + data[end:]
     ).digest()
+    catalog = _CATALOGS.get(catalog_bytes)
+    if catalog is None:
+        catalog = _CATALOGS[catalog_bytes] = catalog_bytes.decode()
     return RawEvent(
-        catalog_bytes.decode(), resource_version, leader_epoch, occurred, tuple(tables), intent,
-        fields, prev_hash, recorded, computed, rv_span, prev_at + 1, tail,
+        catalog, resource_version, leader_epoch, occurred, tuple(tables), intent,
+        fields, prev_hash, recorded, computed, rv_span, tables_span, prev_at + 1, tail,
     )  # fmt: skip
 
 
