@@ -100,8 +100,10 @@ def tiled(template: Sequence[Event], events: int, every: int) -> Iterator[bytes]
             rv_start, rv_end = raw.rv_span
             t_start, t_end = raw.tables_span
             hash_at = len(data) - raw.tail - 33
-            body = (data[HEADER_LENGTH:rv_start] + zigzag(rv) + data[rv_end:t_start] + array
-                    + data[t_end : raw.prev_at] + prev + data[raw.prev_at + 32 : hash_at])  # fmt: skip
+            body = (
+                data[HEADER_LENGTH:rv_start] + zigzag(rv) + data[rv_end:t_start] + array
+                + data[t_end : raw.prev_at] + prev + data[raw.prev_at + 32 : hash_at]
+            )  # fmt: skip
             tail = data[len(data) - raw.tail :]
             digest = hashlib.sha256(prev + body + b"\x00" + tail).digest()
             yield data[:HEADER_LENGTH] + body + b"\x40" + digest + tail
