@@ -178,16 +178,29 @@ def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
     occurred, at = _long(data, at)
     tables = []
     tables_start = at
-    count, at = _long(data, at)
-    while count:
+    while True:
+        count = data[at]
+        if count & 0x80:
+            count, at = _long(data, at)
+        else:
+            count, at = (count >> 1) ^ -(count & 1), at + 1
+        if not count:
+            break
         if count < 0:  # a block with its byte size
             count = -count
             _, at = _long(data, at)
         for _ in range(count):
-            table_id, at = _long(data, at)
-            version, at = _long(data, at)
+            table_id = data[at]
+            if table_id & 0x80:
+                table_id, at = _long(data, at)
+            else:
+                table_id, at = (table_id >> 1) ^ -(table_id & 1), at + 1
+            version = data[at]
+            if version & 0x80:
+                version, at = _long(data, at)
+            else:
+                version, at = (version >> 1) ^ -(version & 1), at + 1
             tables.append((table_id, version))
-        count, at = _long(data, at)
     tables_span = (tables_start, at)
     index = data[at]
     if index & 0x80 or index & 1 or index >> 1 >= len(names):

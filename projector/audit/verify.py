@@ -20,6 +20,7 @@ turn), moved down = `deleted`, not moved = `modified`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -40,8 +41,7 @@ SEARCH_LIMIT = 5_000
 """The longest unsigned window searched for one inserted record (the search is quadratic)."""
 
 
-@dataclass(slots=True)
-class _Seen:
+class _Seen(NamedTuple):
     partition: int
     offset: int
     data: bytes
