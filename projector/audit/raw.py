@@ -11,6 +11,7 @@ the leader wrote.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from events.schema_store import HEADER_LENGTH, MAGIC, default_store
@@ -108,22 +109,36 @@ def zigzag(value: int) -> bytes:
     return bytes(out)
 
 
-def _trace_tail(data: bytes) -> int:
-    """How many bytes the `trace_id` takes at the end of a v2+ record."""
-    if data[-1] == 0 and data[-1 - _HASH_FIELD] == 0x40:
-        return 1
+def _chain(data: bytes, tail: int, after: int) -> tuple[int, bytes, bytes, bytes] | None:
+    """Reading the chain fields before a `tail`-byte `trace_id`: (tail, prev, hash, computed).
+
+    None when the two fields' length markers are not where that reading puts them.
+    """
+    hash_at = len(data) - tail - _HASH_FIELD
+    prev_at = hash_at - _HASH_FIELD
+    if prev_at < after or data[hash_at] != 0x40 or data[prev_at] != 0x40:
+        return None
+    prev_hash = data[prev_at + 1 : hash_at]
+    computed = hashlib.sha256(
+        prev_hash + data[HEADER_LENGTH:hash_at] + b"\x00" + data[len(data) - tail :]
+    ).digest()
+    return tail, prev_hash, data[hash_at + 1 : hash_at + _HASH_FIELD], computed
+
+
+def _tails(data: bytes) -> Iterator[int]:
+    """Every length a v2+ `trace_id` may take at the end of the record.
+
+    Read from the end the field is ambiguous (a hash byte may look like a
+    marker), so the caller keeps the reading whose hash matches.
+    """
     size = len(data)
-    # A traced event: 0x02 (the string branch), the length, the id; W3C ids are 32 characters.
-    for length in (32, *range(0, min(size, 4096))):
+    if data[-1] == 0:
+        yield 1
+    for length in range(0, min(size, 4096)):
         prefix = b"\x02" + zigzag(length)
         tail = len(prefix) + length
-        if (
-            tail + 2 * _HASH_FIELD < size
-            and data[size - tail : size - length] == prefix
-            and data[size - tail - _HASH_FIELD] == 0x40
-        ):
-            return tail
-    raise NotAnEvent("the record does not end with the chain fields")
+        if tail < size and data[size - tail : size - length] == prefix:
+            yield tail
 
 
 def parse(data: bytes) -> RawEvent:
@@ -216,17 +231,19 @@ def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
         fields["chain_hash"], at = _bytes(data, at)
         fields["key_id"], at = _bytes(data, at)
         fields["signature"], at = _bytes(data, at)
-    tail = _trace_tail(data) if traced else 0
-    hash_at = len(data) - tail - _HASH_FIELD
-    prev_at = hash_at - _HASH_FIELD
-    if data[prev_at] != 0x40 or data[hash_at] != 0x40 or prev_at < at:
+    # The likeliest reading first: no trace id (null), or a W3C one (0x02, 0x40, 32 characters).
+    chain = _chain(data, (1 if data[-1] == 0 else 34) if traced else 0, at)
+    if traced and (chain is None or chain[2] != chain[3]):
+        for tail in _tails(data):
+            found = _chain(data, tail, at)
+            if found is not None and (chain is None or found[2] == found[3]):
+                chain = found
+                if found[2] == found[3]:
+                    break
+    if chain is None:
         raise NotAnEvent("the record does not end with the chain fields")
-    prev_hash = data[prev_at + 1 : hash_at]
-    recorded = data[hash_at + 1 : hash_at + _HASH_FIELD]
-    end = len(data) - tail
-    computed = hashlib.sha256(
-        prev_hash + data[HEADER_LENGTH:hash_at] + b"\x00" + data[end:]
-    ).digest()
+    tail, prev_hash, recorded, computed = chain
+    prev_at = len(data) - tail - 2 * _HASH_FIELD
     catalog = _CATALOGS.get(catalog_bytes)
     if catalog is None:
         catalog = _CATALOGS[catalog_bytes] = catalog_bytes.decode()
