@@ -1,5 +1,5 @@
-"""The audit's tests use the leader tests' fixtures (`wire`, `leader`, `client`)."""
+"""The audit's broker tests use the leader tests' `wire` fixture (one test's topics)."""
 
-from tests.leader.conftest import client, wire
+from tests.leader.conftest import wire
 
-__all__ = ["client", "wire"]
+__all__ = ["wire"]
