@@ -22,7 +22,7 @@ FaultKind = Literal[
 - truncated: the log ends before a kept checkpoint;
 - forged: a checkpoint whose signature does not verify with the public key;
 - stale leader: an event whose leader_epoch is not the elected one;
-- unsigned: a key is required and a leader_epoch was not signed at its election.
+- unsigned: a key is required and a leader_epoch holds no valid checkpoint.
 """
 
 

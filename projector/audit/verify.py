@@ -5,9 +5,9 @@ Per catalog it checks, in this order, each record's bytes against its own hash
 (`prev_hash`), the leader_epoch (only the elected one writes; elections only
 go up), the per-table version sequence, and every checkpoint: its signature
 (with a public key), that it signs the chain where it stands, and, with a key,
-that every leader_epoch was signed at its election. With `fold` on, every
-event then goes through the Python fold, which re-checks its requirements and
-the publication order. A kept checkpoint note must still be in the log.
+that every leader_epoch holds one (its leader signs right after its election).
+With `fold` on, every event then goes through the Python fold, which re-checks
+its requirements and the publication order. A kept checkpoint note must still be in the log.
 
 Kinds of fault are told apart by what the log shows (docs/audit.md): a jump
 in resource_versions is `deleted`, or `reordered` when the missing one turns
@@ -203,11 +203,10 @@ class Verifier:
 
     def _leader_ok(self, state: _Catalog, seen: _Seen) -> bool:
         raw, summary = seen.raw, state.summary
-        if state.unsigned_election is not None and raw.intent != "CheckpointSigned":
-            self._unsigned(state.unsigned_election)
-            return False
-        state.unsigned_election = None
         if raw.intent == "LeaderElected":
+            if state.unsigned_election is not None:  # the epoch before ended unsigned
+                self._unsigned(state.unsigned_election)
+                return False
             if raw.leader_epoch <= summary.leader_epoch:
                 self._at(seen, "stale leader", f"elects leader_epoch {raw.leader_epoch}, not above "
                          f"{summary.leader_epoch}")  # fmt: skip
@@ -241,7 +240,7 @@ class Verifier:
             return False
         if self._key is not None:
             state.summary.signed_through = covered
-        state.latest = checkpoint
+        state.latest, state.unsigned_election = checkpoint, None
         return True
 
     def _rewritten(
@@ -301,8 +300,8 @@ class Verifier:
         return True
 
     def _unsigned(self, election: _Seen) -> None:
-        self._at(election, "unsigned", f"leader_epoch {election.raw.leader_epoch} was not signed "
-                 "at its election (no checkpoint follows its LeaderElected)")  # fmt: skip
+        self._at(election, "unsigned", f"leader_epoch {election.raw.leader_epoch}, elected here, "
+                 "holds no checkpoint signed with the public key")  # fmt: skip
 
     def _look_for_missing(self, raw: RawEvent) -> None:
         assert self._gap is not None

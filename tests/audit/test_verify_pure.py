@@ -2,6 +2,8 @@
 
 from collections.abc import Sequence
 
+import pytest
+
 from events.changes import KeyAtVersion
 from events.checkpoint import Checkpoint, Signer, from_event
 from events.intents import CheckpointSigned, LeaderElected, TableAltered
@@ -138,3 +140,39 @@ def test_a_record_that_is_not_an_event_is_modified() -> None:
     log = signed_log()
     found = fault([*log[:4], b"garbage", *log[5:]])
     assert (found.kind, found.offset) == ("modified", 4)
+
+
+LOG = signed_log(tables=4, every=3)
+
+
+@pytest.mark.parametrize("at", range(len(LOG)))
+def test_any_altered_record_is_modified_at_its_offset(at: int) -> None:
+    for byte in (2, 10, len(LOG[at]) // 2, len(LOG[at]) - 40):  # header, envelope, body, chain
+        altered = bytearray(LOG[at])
+        altered[byte] ^= 0x10
+        found = fault([*LOG[:at], bytes(altered), *LOG[at + 1 :]])
+        assert (found.kind, found.offset) == ("modified", at), byte
+
+
+@pytest.mark.parametrize("at", range(len(LOG) - 1))
+def test_any_removed_record_but_the_last_is_deleted_at_the_next(at: int) -> None:
+    found = fault([*LOG[:at], *LOG[at + 1 :]])
+    assert (found.kind, found.offset, found.resource_version) == ("deleted", at, at + 1)
+
+
+@pytest.mark.parametrize("at", range(len(LOG) - 1))
+def test_any_two_neighbours_swapped_are_reordered_at_the_first(at: int) -> None:
+    found = fault([*LOG[:at], LOG[at + 1], LOG[at], *LOG[at + 2 :]])
+    assert (found.kind, found.offset, found.resource_version) == ("reordered", at, at + 2)
+
+
+@pytest.mark.parametrize("at", range(1, len(LOG)))
+def test_an_event_inserted_anywhere_under_a_recomputed_chain_is_found(at: int) -> None:
+    log = events(LOG)
+    forged = rechain([*log[:at], forged_reload(log[at - 1]), *log[at:]])
+    last_checkpoint = _checkpoints(LOG)[-1]
+    if at > last_checkpoint:  # after the last signature: nothing signed covers it yet
+        assert verify(forged).fault is None
+        return
+    found = fault(forged)
+    assert (found.kind, found.offset) == ("inserted", at)
