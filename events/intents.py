@@ -194,6 +194,21 @@ class LeaderResigned(Record):
     leader_id: str
 
 
+class CheckpointSigned(Record):
+    """The leader signed the log up to the event before this one (schema v3).
+
+    The signed text is the checkpoint note (`events.checkpoint`): the envelope's
+    catalog, leader_epoch and occurred_at with `resource_version` and
+    `chain_hash` below. Nothing changes but the resource version.
+    """
+
+    type: Literal["CheckpointSigned"] = "CheckpointSigned"
+    resource_version: Long
+    chain_hash: bytes
+    key_id: bytes
+    signature: bytes
+
+
 ChangeIntent = (
     TableCreated
     | TableDropped
@@ -213,7 +228,13 @@ ChangeIntent = (
 """Intents of change events: they carry mutations and wait for publication."""
 
 ControlIntent = (
-    Reloaded | PublishModeSet | LeaderElected | EpochAssigned | StableEpochAdvanced | LeaderResigned
+    Reloaded
+    | PublishModeSet
+    | LeaderElected
+    | EpochAssigned
+    | StableEpochAdvanced
+    | LeaderResigned
+    | CheckpointSigned
 )
 """Intents of control events: no mutations, visible at once."""
 

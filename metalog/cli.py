@@ -23,12 +23,13 @@ from confluent_kafka import KafkaException
 from events.errors import MetalogError
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
 from producers.kafka.errors import kafka_error
+from projector.audit.faults import AuditFailed
 from projector.errors import FollowerStopped
 
 COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader",
                                    "metalog.cli_project", "metalog.cli_follow",
                                    "metalog.cli_sql", "metalog.cli_replay",
-                                   "metalog.cli_audit")
+                                   "metalog.cli_audit", "metalog.cli_keys")
 
 EXIT_USAGE = 2
 """A usage error (argparse's own code)."""
@@ -43,6 +44,7 @@ EXIT_CODES: tuple[tuple[type[MetalogError], int], ...] = (
     (CommandOutcomeUnknown, 75),  # EX_TEMPFAIL: retry with the same command id
     (LeaderUnavailable, 69),  # EX_UNAVAILABLE: the cluster or its topics cannot be reached
     (FollowerStopped, 69),  # the read side lost the cluster
+    (AuditFailed, 65),  # EX_DATAERR: the log does not verify
     (MetalogError, 1),
 )
 """The exit code of each metalog error, most specific first."""

@@ -5,25 +5,32 @@ from __future__ import annotations
 import argparse
 import gc
 import signal
+from pathlib import Path
 from typing import Any
 
 from events.topics import Topics
-from metalog.cli_args import positive_int
+from metalog.cli_args import positive_float, positive_int
 from metalog.cli_json import add_json_flag, log_status
+from metalog.keys import load_signer
 from metalog.stack_config import StackConfig
 from producers.leader.leader import Leader
+from producers.leader.local import CheckpointSchedule
 from producers.leader.owner import LeaderOptions
 
 
 def _leader(args: argparse.Namespace) -> int:
     log_status(args.json)
     config = StackConfig.from_env()
+    checkpoints = None
+    if args.signing_key:
+        signer = load_signer(Path(args.signing_key))
+        checkpoints = CheckpointSchedule(signer, args.checkpoint_events, args.checkpoint_seconds)
     leader = Leader(
         args.bootstrap or config.bootstrap,
         topics=Topics(args.prefix or config.topic_prefix),
         leader_id=args.leader_id,
         group_id=args.group,
-        options=LeaderOptions(batch_size=args.batch_size),
+        options=LeaderOptions(batch_size=args.batch_size, checkpoints=checkpoints),
     )
     signal.signal(signal.SIGTERM, lambda *_: leader.stop())
     # What is loaded by now (modules, schemas, codecs) lives as long as the process:
@@ -47,5 +54,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--leader-id", help="name stamped on LeaderElected (default host-pid)")
     parser.add_argument("--batch-size", type=positive_int, default=200,
                         help="commands per transaction (1 or more)")  # fmt: skip
+    parser.add_argument("--signing-key", default=None,
+                        help="sign checkpoints with this Ed25519 private key file (`metalog keys "
+                             "generate`); without it no checkpoint is signed")  # fmt: skip
+    parser.add_argument("--checkpoint-events", type=positive_int, default=1000,
+                        help="sign after this many events (default 1000)")
+    parser.add_argument("--checkpoint-seconds", type=positive_float, default=60.0,
+                        help="sign when an event has waited this long unsigned (default 60)")
     add_json_flag(parser, "its status lines as JSON lines on stdout (docs/cli.md)")
     parser.set_defaults(func=_leader)

@@ -9,3 +9,7 @@ class JarsError(MetalogError):
 
 class StackError(MetalogError):
     """The local Kafka broker could not be started, reached or stopped."""
+
+
+class AuditError(MetalogError):
+    """An audit command cannot do what was asked (which catalog, no checkpoint to keep)."""

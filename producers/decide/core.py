@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from events.chain import Sealed, seal_record
+from events.checkpoint import Checkpoint, Signer, micros
 from events.commands import (
     AddPartition,
     AdvanceStableEpoch,
@@ -43,7 +44,7 @@ from events.commands import (
     TruncateTable,
 )
 from events.event import Event
-from events.intents import LeaderElected
+from events.intents import CheckpointSigned, LeaderElected
 from events.replies import Rejected
 from producers.decide.rules import (
     labels,
@@ -218,9 +219,27 @@ def elect_record(image: Image, leader_id: str, stamp: Stamp) -> Sealed:
     )
 
 
+def checkpoint_record(image: Image, signer: Signer, leader_id: str, stamp: Stamp) -> Sealed:
+    """The `CheckpointSigned` event that signs `image`'s log up to its resource_version.
+
+    The note takes the catalog, the leader_epoch and the time from the event's
+    own envelope, and covers the event before it (`events.checkpoint`).
+    """
+    unsigned = Checkpoint(
+        image.catalog, image.resource_version, image.last_hash, image.leader_epoch,
+        micros(stamp.occurred_at),
+    )  # fmt: skip
+    signed = signer.sign(unsigned)
+    intent = CheckpointSigned(
+        resource_version=signed.resource_version, chain_hash=signed.chain_hash,
+        key_id=signed.key_id, signature=signed.signature,
+    )  # fmt: skip
+    return _event(image, intent, stamp, None, leader_id)
+
+
 def _event(
     image: Image,
-    decision: Decision | LeaderElected,
+    decision: Decision | LeaderElected | CheckpointSigned,
     stamp: Stamp,
     command_id: str | None,
     actor: str,

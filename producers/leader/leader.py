@@ -295,6 +295,7 @@ class Leader:
                     owner.serve(items, consumed.get(partition), self._group_metadata)
                 else:
                     owner.check()
+                    owner.sign_due()
             except TransactionFailed as exc:
                 log.warning("%s: re-reading commands from the last committed position", exc)
                 _fail(items, exc)

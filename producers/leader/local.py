@@ -15,19 +15,28 @@ the leader sends those bytes as they are.
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
 
 from events.chain import Sealed
+from events.checkpoint import Signer
 from events.commands import Command
 from events.event import Event
+from events.intents import CheckpointSigned
 from events.replies import Committed
 from events.values import TableVersion
-from producers.decide.core import Rejection, Stamp, decide_record, elect_record
+from producers.decide.core import (
+    Rejection,
+    Stamp,
+    checkpoint_record,
+    decide_record,
+    elect_record,
+)
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT
 from producers.errors import CommandRejected
 from projector.fold.apply import apply
 from projector.fold.image import Image
 
-__all__ = ["DEDUPE_WINDOW", "LocalCatalog", "Stamp"]
+__all__ = ["DEDUPE_WINDOW", "CheckpointSchedule", "LocalCatalog", "Stamp"]
 
 DEDUPE_WINDOW = 10_000
 """Recent outcomes kept for dedupe: retries arrive within seconds, not 10k commands later."""
@@ -37,6 +46,28 @@ _Outcome = tuple[int, tuple[tuple[int, int], ...], int]
 
 (resource_version, ((table_id, version), …), schema_epoch).
 """
+
+
+class CheckpointSchedule:
+    """When a leader signs a checkpoint (docs/audit.md, "Signed checkpoints").
+
+    At every election, after `events` events since the last checkpoint, and
+    when `seconds` have passed since it and some event is still unsigned (an
+    idle catalog is not signed again and again).
+
+    Args:
+        signer: The leader's Ed25519 key.
+        events: The most events between two checkpoints (1 or more).
+        seconds: The longest time an event stays unsigned, as far as the leader
+            gets a chance to look (every write, and every idle poll).
+    """
+
+    def __init__(self, signer: Signer, events: int = 1000, seconds: float = 60.0) -> None:
+        if events < 1 or seconds <= 0:
+            raise ValueError("checkpoints need events >= 1 and seconds > 0")
+        self.signer = signer
+        self.events = events
+        self.interval = timedelta(seconds=seconds)
 
 
 class LocalCatalog:
@@ -50,6 +81,8 @@ class LocalCatalog:
         keep_log: Keep every event in `events` (tests); a leader, whose log is
             Kafka, passes False so memory stays bounded by the image.
         limit: The most bytes an event's record may take (`decide`'s `limit`).
+        checkpoints: When to sign checkpoints, with which key; None signs none.
+        leader_id: The actor of the checkpoints this catalog signs.
     """
 
     def __init__(
@@ -60,8 +93,16 @@ class LocalCatalog:
         window: int = DEDUPE_WINDOW,
         keep_log: bool = True,
         limit: int = DEFAULT_RECORD_LIMIT,
+        checkpoints: CheckpointSchedule | None = None,
+        leader_id: str = "",
     ) -> None:
         self._stamps = stamps
+        self._checkpoints = checkpoints
+        self._leader_id = leader_id
+        self._unsigned = 0
+        """Events since the last checkpoint."""
+        self._signed_at: datetime | None = None
+        """When the last checkpoint was signed (None: never, as far as this catalog knows)."""
         self._window = window
         self._keep_log = keep_log
         self._limit = limit
@@ -102,16 +143,50 @@ class LocalCatalog:
     def restore(self, event: Event) -> None:
         """Apply an event read from the log (rebuilding the image and the dedupe window)."""
         self._image = apply(self._image, event)
+        self._count(event)
         if self._keep_log:
             self._events.append(event)
         if event.command_id is not None:
             self._remember(event.command_id, _outcome(event))
 
     def elect(self, leader_id: str) -> Event:
-        """Write `LeaderElected` for this leader and return it."""
+        """Write `LeaderElected` for this leader (and a checkpoint, if it signs); return it."""
         sealed = elect_record(self._image, leader_id, self._stamps())
         self._write(sealed)
+        if self._checkpoints is not None:
+            self._sign()
         return sealed.event
+
+    def checkpoint_if_due(self, now: datetime) -> bool:
+        """Sign a checkpoint if an event has waited unsigned for the schedule's interval.
+
+        Args:
+            now: The time to measure against (the leader reads the clock).
+
+        Returns:
+            Whether a checkpoint was written (take it with `take_new_records`).
+        """
+        schedule = self._checkpoints
+        if schedule is None or not self._unsigned:
+            return False
+        if self._signed_at is not None and now - self._signed_at < schedule.interval:
+            return False
+        self._sign()
+        return True
+
+    def _sign(self) -> None:
+        assert self._checkpoints is not None
+        self._write(
+            checkpoint_record(
+                self._image, self._checkpoints.signer, self._leader_id, self._stamps()
+            )
+        )
+
+    def _count(self, event: Event) -> None:
+        if isinstance(event.intent, CheckpointSigned):
+            self._unsigned, self._signed_at = 0, event.occurred_at
+        else:
+            self._unsigned += 1
 
     def submit(self, command: Command) -> Committed:
         """Decide and apply a command.
@@ -134,6 +209,11 @@ class LocalCatalog:
         self._write(outcome)
         event = outcome.event
         self._remember(command.command_id, _outcome(event))
+        schedule = self._checkpoints
+        if schedule is not None and self._unsigned >= schedule.events:
+            self._sign()
+        else:
+            self.checkpoint_if_due(event.occurred_at)
         return Committed(
             command_id=command.command_id,
             catalog=event.catalog,
@@ -144,6 +224,7 @@ class LocalCatalog:
 
     def _write(self, sealed: Sealed) -> None:
         self._image = apply(self._image, sealed.event)
+        self._count(sealed.event)
         if self._keep_log:
             self._events.append(sealed.event)
         self._new.append(sealed)

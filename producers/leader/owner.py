@@ -19,7 +19,7 @@ from producers.leader.answers import Answers
 from producers.leader.committer import Batch, GroupCommitter, Input
 from producers.leader.ids import random_uuid
 from producers.leader.isolation import refusal, serve_alone
-from producers.leader.local import LocalCatalog, Stamp
+from producers.leader.local import CheckpointSchedule, LocalCatalog, Stamp
 from producers.leader.log import read_partition
 from projector.kafka.clients import CLIENT_LOGGING
 
@@ -30,13 +30,14 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class LeaderOptions:
-    """Tuning of a leader."""
+    """Tuning of a leader; `checkpoints` (a key and a schedule) makes it sign checkpoints."""
 
     batch_size: int = 200
     max_command_bytes: int = 1 << 20
     transaction_timeout_ms: int = 10_000
     commit_timeout_s: float = 10.0
     session_timeout_ms: int = 10_000
+    checkpoints: CheckpointSchedule | None = None
 
 
 TRANSACTIONAL_SETTINGS: dict[str, str | int | bool] = {
@@ -321,7 +322,26 @@ class PartitionOwner:
 
     def _catalog(self, name: str) -> LocalCatalog:
         # The log lives in Kafka: keep only the image and the dedupe window in memory.
-        return LocalCatalog(name, self.stamps, keep_log=False, limit=self.answers.limit)
+        return LocalCatalog(
+            name, self.stamps, keep_log=False, limit=self.answers.limit,
+            checkpoints=self.options.checkpoints, leader_id=self.leader_id,
+        )  # fmt: skip
+
+    def sign_due(self) -> None:
+        """Sign the catalogs whose newest events waited the schedule's interval (idle polls).
+
+        Call it after `check` (as the leader's loop does): a checkpoint goes on
+        top of the committed state.
+        """
+        if self.options.checkpoints is None:
+            return
+        batch = Batch()
+        now = datetime.now(UTC)
+        for catalog in self.catalogs.values():
+            if catalog.checkpoint_if_due(now):
+                self._drain(batch, catalog)
+        if batch.records and not self._committer.add(batch, None):
+            self.check()
 
     def _drain(self, batch: Batch, catalog: LocalCatalog) -> None:
         for sealed in catalog.take_new_records():

@@ -20,6 +20,7 @@ from events.changes import KeyAtVersion, Requirement, ValueEquals
 from events.event import Event
 from events.intents import (
     CHANGE_INTENTS,
+    CheckpointSigned,
     EpochAssigned,
     LeaderElected,
     LeaderResigned,
@@ -197,6 +198,12 @@ def _leader_elected(intent: LeaderElected, image: Image, event: Event) -> Change
 @_fold.register
 def _leader_resigned(intent: LeaderResigned, image: Image, event: Event) -> Changes:
     # A handover note for the audit: the next LeaderElected raises the epoch.
+    return {}
+
+
+@_fold.register
+def _checkpoint_signed(intent: CheckpointSigned, image: Image, event: Event) -> Changes:
+    # A signature over the chain for the audit (`projector.audit`): no state changes.
     return {}
 
 

@@ -28,6 +28,7 @@ from events.event import Event
 from events.intents import (
     AttributesReset,
     AttributesSet,
+    CheckpointSigned,
     EpochAssigned,
     IdChange,
     LeaderElected,
@@ -129,6 +130,10 @@ INTENTS: tuple[Any, ...] = (
     EpochAssigned(table_id=42, epoch=3, resource_versions=(5, 6)),
     StableEpochAdvanced(epoch=3),
     LeaderResigned(leader_id="node-1"),
+    CheckpointSigned(
+        resource_version=6, chain_hash=bytes(range(32)), key_id=b"\x01\x02\x03\x04",
+        signature=b"\x07" * 64,
+    ),
 )
 
 
@@ -141,7 +146,8 @@ def sample_event(intent: Any, resource_version: int = 7, prev_hash: bytes = byte
         | LeaderElected
         | EpochAssigned
         | StableEpochAdvanced
-        | LeaderResigned,
+        | LeaderResigned
+        | CheckpointSigned,
     )
     return Event(
         event_id=f"ev-{resource_version}",

@@ -1,0 +1,217 @@
+"""``metalog audit verify | checkpoint | export``: check a log, keep a witness, bundle it offline.
+
+docs/audit.md says what each checks; docs/cli.md gives the ``--json`` shapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+from events.checkpoint import Checkpoint, parse_note, render_time
+from events.topics import Topics
+from metalog.cli_json import add_json_flag, print_json
+from metalog.errors import AuditError
+from metalog.keys import KeyFileError, load_public_key, public_pem, read_public_key
+from metalog.stack_config import StackConfig
+from producers.kafka.errors import kafka_error
+from projector.audit.bundle import Bundle, write_bundle
+from projector.audit.faults import AuditFailed, Fault, Report
+from projector.audit.raw import NotAnEvent, parse
+from projector.audit.read import TopicLog, verify_records
+from projector.audit.verify import Verifier
+
+
+def _source(args: argparse.Namespace) -> tuple[Iterator[tuple[int, int, bytes]], dict[int, int]]:
+    """The records to read: the bundle's (`--bundle`) or the events topic's."""
+    if getattr(args, "bundle", None):
+        bundle = Bundle(Path(args.bundle))
+        return bundle.records(), bundle.ends
+    log = TopicLog(args.bootstrap, Topics(args.prefix).events)
+    return log.records(), log.ends
+
+
+def _public_key(args: argparse.Namespace) -> tuple[Any, str]:
+    """The key that checks signatures, and where it came from ("" when none)."""
+    if args.public_key:
+        return read_public_key(Path(args.public_key)), args.public_key
+    if getattr(args, "bundle", None):
+        pem = Bundle(Path(args.bundle)).public_key_pem()
+        if pem is not None:
+            return load_public_key(pem, f"{args.bundle}/public_key.pem"), "bundle"
+    return None, ""
+
+
+def _kept(args: argparse.Namespace) -> Checkpoint | None:
+    if not args.against:
+        return None
+    try:
+        text = Path(args.against).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KeyFileError(f"cannot read the checkpoint note {args.against}: {exc}") from exc
+    return parse_note(text)
+
+
+def _run(args: argparse.Namespace, verifier: Verifier) -> tuple[Report, float]:
+    records, _ = _source(args)
+    started = time.perf_counter()
+    try:
+        report = verify_records(records, verifier)
+    except KafkaException as exc:
+        raise kafka_error(exc, args.bootstrap) from exc
+    return report, time.perf_counter() - started
+
+
+def _fault_document(fault: Fault | None) -> dict[str, Any] | None:
+    if fault is None:
+        return None
+    return {"kind": fault.kind, "catalog": fault.catalog, "partition": fault.partition,
+            "offset": fault.offset, "resource_version": fault.resource_version,
+            "reason": fault.reason}  # fmt: skip
+
+
+def report_document(report: Report, seconds: float, key_source: str) -> dict[str, Any]:
+    """`metalog audit verify --json` (docs/cli.md)."""
+    return {
+        "ok": report.fault is None, "records": report.records, "seconds": round(seconds, 3),
+        "records_per_second": round(report.records / seconds) if seconds > 0 else None,
+        "signatures_checked": report.signatures_checked, "public_key": key_source or None,
+        "fold_checked": report.fold_checked, "fault": _fault_document(report.fault),
+        "catalogs": [
+            {"catalog": s.catalog, "events": s.events, "resource_version": s.resource_version,
+             "chain_hash": s.chain_hash, "leader_epoch": s.leader_epoch,
+             "checkpoints": s.checkpoints, "signed_through": s.signed_through}
+            for s in report.catalogs.values()
+        ],
+    }  # fmt: skip
+
+
+def _verify(args: argparse.Namespace) -> int:
+    key, key_source = _public_key(args)
+    verifier = Verifier(key, _kept(args), args.catalog, fold=not args.skip_fold)
+    report, seconds = _run(args, verifier)
+    if args.json:
+        print_json(report_document(report, seconds, key_source))
+    if report.fault is not None:
+        raise AuditFailed(report.fault)
+    if not args.json:
+        rate = f"{report.records / seconds:,.0f}" if seconds > 0 else "-"
+        print(f"verified {report.records:,} records in {seconds:.2f} s ({rate} records/s); "
+              + ("signatures checked" if key is not None else "no public key: signatures "
+                 "NOT checked") + ("" if args.skip_fold else "; every event folded"))  # fmt: skip
+        for s in report.catalogs.values():
+            print(f"catalog {s.catalog}: resource_version {s.resource_version}, chain hash "
+                  f"{s.chain_hash[:16]}…, leader_epoch {s.leader_epoch}, {s.checkpoints} "
+                  f"checkpoint(s), signed through {s.signed_through}")  # fmt: skip
+    return 0
+
+
+def _checkpoint(args: argparse.Namespace) -> int:
+    key, _ = _public_key(args)
+    verifier = Verifier(key, None, args.catalog, fold=False)
+    report, _ = _run(args, verifier)
+    if report.fault is not None:
+        raise AuditFailed(report.fault)
+    catalog = args.catalog or _only_catalog(report)
+    checkpoint = verifier.latest_checkpoint(catalog)
+    if checkpoint is None:
+        raise AuditError(f"the log holds no checkpoint of catalog `{catalog}`: start its "
+                         "leader with --signing-key (docs/audit.md)")
+    try:
+        Path(args.out).write_text(checkpoint.note(), "utf-8")
+    except OSError as exc:
+        raise KeyFileError(f"cannot write the note {args.out}: {exc}") from exc
+    document = {"path": args.out, "catalog": checkpoint.catalog,
+                "resource_version": checkpoint.resource_version,
+                "chain_hash": checkpoint.chain_hash.hex(), "leader_epoch": checkpoint.leader_epoch,
+                "time": render_time(checkpoint.occurred_micros),
+                "key_id": checkpoint.key_id.hex(),
+                "signature_checked": key is not None}  # fmt: skip
+    if args.json:
+        print_json(document)
+    else:
+        print(f"kept {args.out}: catalog {catalog} at resource_version "
+              f"{checkpoint.resource_version}, signed {document['time']} (key id "
+              f"{document['key_id']})")  # fmt: skip
+    return 0
+
+
+def _only_catalog(report: Report) -> str:
+    if len(report.catalogs) != 1:
+        raise AuditError(f"the log holds {len(report.catalogs)} catalogs: name one with --catalog")
+    return next(iter(report.catalogs))
+
+
+def _export(args: argparse.Namespace) -> int:
+    key = read_public_key(Path(args.public_key)) if args.public_key else None
+    records, ends = _source(args)
+    latest: dict[str, Checkpoint] = {}
+
+    def noting() -> Iterator[tuple[int, int, bytes]]:
+        for partition, offset, value in records:
+            try:
+                raw = parse(value)
+            except NotAnEvent:
+                raw = None
+            if raw is not None and args.catalog not in (None, raw.catalog):
+                continue
+            if raw is not None and raw.intent == "CheckpointSigned":
+                f = raw.intent_fields
+                latest[raw.catalog] = Checkpoint(
+                    raw.catalog, f["resource_version"], f["chain_hash"], raw.leader_epoch,
+                    raw.occurred_micros, f["key_id"], f["signature"],
+                )  # fmt: skip
+            yield partition, offset, value
+
+    try:
+        manifest = write_bundle(Path(args.to), Topics(args.prefix).events, noting(), ends,
+                                latest, None if key is None else public_pem(key))  # fmt: skip
+    except KafkaException as exc:
+        raise kafka_error(exc, args.bootstrap) from exc
+    document = {"path": args.to, "records": manifest["records"],
+                "catalogs": manifest["catalogs"], "checkpoints": len(latest),
+                "public_key": key is not None}  # fmt: skip
+    if args.json:
+        print_json(document)
+    else:
+        print(f"exported {manifest['records']:,} records to {args.to} ({len(latest)} "
+              f"catalog(s) with a checkpoint; verify with `metalog audit verify --bundle "
+              f"{args.to}`)")  # fmt: skip
+    return 0
+
+
+def add_commands(audit: Any) -> None:
+    """Register ``audit verify``, ``audit checkpoint`` and ``audit export``."""
+    stack = StackConfig.from_env()
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bootstrap", default=os.environ.get("METALOG_BOOTSTRAP", stack.bootstrap),
+                        help="Kafka bootstrap servers (default: METALOG_BOOTSTRAP or the local "
+                             "stack's)")  # fmt: skip
+    common.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
+    common.add_argument("--catalog", default=None, help="this catalog only (default: all)")
+    common.add_argument("--public-key", default=None,
+                        help="the checkpoints' public key (PEM, `metalog keys generate`)")
+    add_json_flag(common, "JSON (docs/cli.md)")
+    verify = audit.add_parser("verify", parents=[common],
+                              help="check the log; name the first bad record and the fault")
+    verify.add_argument("--against", default=None,
+                        help="a kept checkpoint note the log must still contain")
+    verify.add_argument("--bundle", default=None, help="verify an exported bundle, no broker")
+    verify.add_argument("--skip-fold", action="store_true",
+                        help="skip re-checking requirements and publication order (faster)")
+    verify.set_defaults(func=_verify)
+    checkpoint = audit.add_parser("checkpoint", parents=[common],
+                                  help="write the latest checkpoint as a note to keep")
+    checkpoint.add_argument("--out", required=True, help="the note's file")
+    checkpoint.add_argument("--bundle", default=None, help="read an exported bundle, no broker")
+    checkpoint.set_defaults(func=_checkpoint)
+    export = audit.add_parser("export", parents=[common],
+                              help="write an offline bundle: records, JSONL, schemas, checkpoints")
+    export.add_argument("--to", required=True, help="a new directory")
+    export.set_defaults(func=_export)

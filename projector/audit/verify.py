@@ -1,0 +1,327 @@
+"""The verifier: feed it a log's records in partition order; it names the first bad one.
+
+Per catalog it checks, in this order, each record's bytes against its own hash
+(`projector.audit.raw`), the resource_version sequence, the chain
+(`prev_hash`), the leader_epoch (only the elected one writes; elections only
+go up), the per-table version sequence, and every checkpoint: its signature
+(with a public key), that it signs the chain where it stands, and, with a key,
+that every leader_epoch holds one (its leader signs right after its election).
+With `fold` on, every event then goes through the Python fold, which re-checks
+its requirements and the publication order. A kept checkpoint note must still be in the log.
+
+Kinds of fault are told apart by what the log shows (docs/audit.md): a jump
+in resource_versions is `deleted`, or `reordered` when the missing one turns
+up within `LOOKAHEAD` records; a chain recomputed over rewritten history is
+caught by the next checkpoint, which the rewrite moved: moved up = `inserted`
+(the record is found by re-hashing the window without each candidate in
+turn), moved down = `deleted`, not moved = `modified`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from events.checkpoint import Checkpoint
+from events.codec import decode_event
+from events.errors import DecodeError
+from events.event import GENESIS_HASH
+from projector.audit.faults import CatalogSummary, Fault, FaultKind, Report
+from projector.audit.raw import NotAnEvent, RawEvent, parse, rechained
+from projector.errors import ApplyError, SequenceGap, StaleLeader
+from projector.fold.apply import apply
+from projector.fold.image import Image
+
+LOOKAHEAD = 10_000
+"""Records read past a jump in resource_versions to tell `reordered` from `deleted`."""
+
+SEARCH_LIMIT = 5_000
+"""The longest unsigned window searched for one inserted record (the search is quadratic)."""
+
+
+class _Seen(NamedTuple):
+    partition: int
+    offset: int
+    data: bytes
+    raw: RawEvent
+
+
+@dataclass(slots=True)
+class _Catalog:
+    summary: CatalogSummary
+    image: Image
+    partition: int = -1
+    next_offset: int = 0
+    last_hash: bytes = GENESIS_HASH
+    versions: dict[int, int] = field(default_factory=dict)
+    unsigned_election: _Seen | None = None
+    base: tuple[int, bytes] = (0, GENESIS_HASH)
+    """The last good checkpoint (its resource_version and hash): the window starts after it."""
+    window: list[_Seen] = field(default_factory=list)
+    kept_found: bool = False
+    latest: Checkpoint | None = None
+
+
+class Verifier:
+    """Checks one log, record by record (`feed`), then `finish`.
+
+    Args:
+        public_key: Checks every checkpoint's signature, and requires every
+            leader_epoch to be signed at its election; None checks no signature.
+        kept: A checkpoint note an outsider kept: the log must still contain it.
+        catalog: Verify this catalog only (the others' records are skipped).
+        fold: Re-check every event through the fold (requirements, publication order).
+    """
+
+    def __init__(
+        self,
+        public_key: Ed25519PublicKey | None = None,
+        kept: Checkpoint | None = None,
+        catalog: str | None = None,
+        fold: bool = True,
+    ) -> None:
+        self._key = public_key
+        self._kept = kept
+        self._only = catalog
+        self._fold = fold
+        self._catalogs: dict[str, _Catalog] = {}
+        self.report = Report(signatures_checked=public_key is not None, fold_checked=fold)
+        self._gap: tuple[str, int, Fault, _Seen] | None = None
+        self._lookahead = 0
+        if kept is not None and public_key is not None and not kept.verifies(public_key):
+            self.report.fault = Fault(
+                "forged", kept.catalog, -1, -1, kept.resource_version,
+                "the kept checkpoint note is not signed by this public key",
+            )  # fmt: skip
+
+    @property
+    def done(self) -> bool:
+        """Whether the outcome is known: reading further changes nothing."""
+        return self.report.fault is not None
+
+    def feed(self, partition: int, offset: int, data: bytes) -> None:
+        """Check the next record of `partition` (records of a partition in offset order)."""
+        if self.report.fault is not None:
+            return
+        self.report.records += 1
+        try:
+            raw = parse(data)
+        except NotAnEvent as exc:
+            if self._gap is None:
+                self._fail("modified", "?", partition, offset, -1, f"not an event: {exc}")
+            return
+        if self._only is not None and raw.catalog != self._only:
+            return
+        if self._gap is not None:
+            self._look_for_missing(raw)
+            return
+        state = self._catalogs.get(raw.catalog)
+        if state is None:
+            state = self._catalogs[raw.catalog] = _Catalog(
+                CatalogSummary(raw.catalog), Image.empty(raw.catalog)
+            )
+            self.report.catalogs[raw.catalog] = state.summary
+        seen = _Seen(partition, offset, data, raw)
+        self._check(state, seen)
+        state.partition, state.next_offset = partition, offset + 1
+
+    def finish(self) -> Report:
+        """The outcome once every record was fed."""
+        if self._gap is not None and self.report.fault is None:
+            self.report.fault = self._gap[2]
+        for state in self._catalogs.values():
+            state.summary.chain_hash = state.last_hash.hex()
+        if self.report.fault is None:
+            for state in self._catalogs.values():
+                if state.unsigned_election is not None:
+                    self._unsigned(state.unsigned_election)
+                    break
+        kept = self._kept
+        if self.report.fault is None and kept is not None:
+            found = self._catalogs.get(kept.catalog)
+            if found is None or not found.kept_found:
+                partition = -1 if found is None else found.partition
+                end = -1 if found is None else found.next_offset
+                last = 0 if found is None else found.summary.resource_version
+                self._fail("truncated", kept.catalog, partition, end, last + 1,
+                           f"the log ends at resource_version {last}, before the kept "
+                           f"checkpoint at {kept.resource_version}")  # fmt: skip
+        return self.report
+
+    def latest_checkpoint(self, catalog: str) -> Checkpoint | None:
+        """The newest checkpoint of `catalog` that passed its checks, if any."""
+        state = self._catalogs.get(catalog)
+        return None if state is None else state.latest
+
+    # -- the checks -------------------------------------------------------------
+
+    def _check(self, state: _Catalog, seen: _Seen) -> None:
+        raw, summary = seen.raw, state.summary
+        expected = summary.resource_version + 1
+        at = raw.resource_version
+        if raw.computed != raw.hash:
+            return self._at(seen, "modified", "its bytes are not what its hash was computed over")
+        if at > expected:
+            fault = self._fault(seen, "deleted", f"resource_version {expected}..{at - 1} is "
+                                f"missing before it", expected)  # fmt: skip
+            self._gap, self._lookahead = (raw.catalog, expected, fault, seen), 0
+            return None
+        if at < expected:
+            return self._at(seen, "inserted", f"resource_version {at} again, after {expected - 1}")
+        if raw.prev_hash != state.last_hash:
+            return self._at(seen, "modified", "its prev_hash is not the previous event's hash")
+        if not self._leader_ok(state, seen):
+            return None
+        for table_id, version in raw.tables:
+            current = state.versions.get(table_id, 0)
+            if version != current + 1:
+                # A jump means a change of the table is missing; anything else, a change redone.
+                kind: FaultKind = "deleted" if version > current + 1 else "modified"
+                return self._at(seen, kind, f"table {table_id} goes to version {version} but is "
+                                f"at {current}")  # fmt: skip
+            state.versions[table_id] = version
+        if raw.intent == "CheckpointSigned" and not self._checkpoint_ok(state, seen):
+            return None
+        if self._fold and not self._folds(state, seen):
+            return None
+        summary.events += 1
+        summary.resource_version = at
+        state.last_hash = raw.hash
+        kept = self._kept
+        if kept is not None and kept.catalog == raw.catalog and kept.resource_version == at:
+            if raw.hash != kept.chain_hash:
+                state.window.append(seen)
+                return self._rewritten(state, kept.resource_version, kept.chain_hash, None)
+            state.kept_found = True
+        if raw.intent == "CheckpointSigned":
+            state.base, state.window = (at, raw.hash), []
+        elif len(state.window) <= SEARCH_LIMIT:
+            state.window.append(seen)
+        return None
+
+    def _leader_ok(self, state: _Catalog, seen: _Seen) -> bool:
+        raw, summary = seen.raw, state.summary
+        if raw.intent == "LeaderElected":
+            if state.unsigned_election is not None:  # the epoch before ended unsigned
+                self._unsigned(state.unsigned_election)
+                return False
+            if raw.leader_epoch <= summary.leader_epoch:
+                self._at(seen, "stale leader", f"elects leader_epoch {raw.leader_epoch}, not above "
+                         f"{summary.leader_epoch}")  # fmt: skip
+                return False
+            summary.leader_epoch = raw.leader_epoch
+            if self._key is not None:
+                state.unsigned_election = seen
+            return True
+        if raw.leader_epoch != summary.leader_epoch:
+            fenced = raw.leader_epoch < summary.leader_epoch
+            self._at(seen, "stale leader", f"written at leader_epoch {raw.leader_epoch} while "
+                     f"{summary.leader_epoch} is elected"
+                     + (" (a fenced leader)" if fenced else " (never elected)"))  # fmt: skip
+            return False
+        return True
+
+    def _checkpoint_ok(self, state: _Catalog, seen: _Seen) -> bool:
+        raw, fields = seen.raw, seen.raw.intent_fields
+        checkpoint = Checkpoint(
+            raw.catalog, fields["resource_version"], fields["chain_hash"], raw.leader_epoch,
+            raw.occurred_micros, fields["key_id"], fields["signature"],
+        )  # fmt: skip
+        state.summary.checkpoints += 1
+        if self._key is not None and not checkpoint.verifies(self._key):
+            self._at(seen, "forged", f"the checkpoint's signature (key id "
+                     f"{checkpoint.key_id.hex()}) does not verify with the public key")  # fmt: skip
+            return False
+        covered = raw.resource_version - 1
+        if checkpoint.resource_version != covered or checkpoint.chain_hash != raw.prev_hash:
+            self._rewritten(state, checkpoint.resource_version, checkpoint.chain_hash, seen)
+            return False
+        if self._key is not None:
+            state.summary.signed_through = covered
+        state.latest, state.unsigned_election = checkpoint, None
+        return True
+
+    def _rewritten(
+        self, state: _Catalog, signed_rv: int, signed_hash: bytes, checkpoint: _Seen | None
+    ) -> None:
+        """A signature disagrees with the chain: how did the window since the last good one move?"""
+        base_rv, _ = state.base
+        window = state.window
+        where = (
+            f"the checkpoint signed resource_version {signed_rv} with a chain hash the log "
+            f"does not have: history after resource_version {base_rv} was rewritten"
+        )
+        moved = None if checkpoint is None else checkpoint.raw.resource_version - 1 - signed_rv
+        if moved is None or moved > 0:
+            inserted = self._find_inserted(state, signed_rv, signed_hash)
+            if inserted is not None:
+                self._at(inserted, "inserted", f"{where}; without this record the chain matches")
+                return
+        kind: FaultKind = "modified" if not moved else ("inserted" if moved > 0 else "deleted")
+        first = window[0] if window else checkpoint
+        assert first is not None
+        self._at(first, kind, f"{where} (the first record after it is named)")
+
+    def _find_inserted(self, state: _Catalog, signed_rv: int, signed_hash: bytes) -> _Seen | None:
+        base_rv, base_hash = state.base
+        window = state.window
+        covered = signed_rv - base_rv
+        if len(window) > SEARCH_LIMIT or covered <= 0:
+            return None
+        for skip in range(min(len(window), covered + 1)):
+            rest = window[:skip] + window[skip + 1 :]
+            if len(rest) < covered:
+                break
+            chain = base_hash if skip == 0 else window[skip - 1].raw.hash
+            for index in range(skip, covered):
+                seen = rest[index]
+                chain = rechained(seen.data, seen.raw, base_rv + 1 + index, chain)
+            if chain == signed_hash:
+                return window[skip]
+        return None
+
+    def _folds(self, state: _Catalog, seen: _Seen) -> bool:
+        try:
+            state.image = apply(state.image, decode_event(seen.data))
+        except DecodeError as exc:
+            self._at(seen, "modified", f"it does not decode: {exc.reason}")
+            return False
+        except StaleLeader as exc:
+            self._at(seen, "stale leader", str(exc))
+            return False
+        except SequenceGap as exc:
+            self._at(seen, "deleted", str(exc))
+            return False
+        except ApplyError as exc:  # a requirement, a version, the publication order
+            self._at(seen, "modified", f"it does not fit the log before it: {exc}")
+            return False
+        return True
+
+    def _unsigned(self, election: _Seen) -> None:
+        self._at(election, "unsigned", f"leader_epoch {election.raw.leader_epoch}, elected here, "
+                 "holds no checkpoint signed with the public key")  # fmt: skip
+
+    def _look_for_missing(self, raw: RawEvent) -> None:
+        assert self._gap is not None
+        catalog, missing, fault, first = self._gap
+        self._lookahead += 1
+        if raw.catalog == catalog and raw.resource_version == missing:
+            self._at(first, "reordered", f"it comes before resource_version {missing}")
+        elif self._lookahead >= LOOKAHEAD:
+            self.report.fault = fault
+
+    # -- faults -----------------------------------------------------------------
+
+    def _fault(self, seen: _Seen, kind: FaultKind, reason: str, rv: int | None = None) -> Fault:
+        at = seen.raw.resource_version if rv is None else rv
+        return Fault(kind, seen.raw.catalog, seen.partition, seen.offset, at, reason)
+
+    def _at(self, seen: _Seen, kind: FaultKind, reason: str) -> None:
+        self.report.fault = self._fault(seen, kind, reason)
+
+    def _fail(
+        self, kind: FaultKind, catalog: str, partition: int, offset: int, rv: int, reason: str
+    ) -> None:
+        self.report.fault = Fault(kind, catalog, partition, offset, rv, reason)
