@@ -11,6 +11,9 @@
 3. The Spark projection (`availableNow`) folds the events topic into the
    current-state Delta tables, and `table_name` and `region_label` are read
    back without a JVM (the `deltalake` package) and printed.
+4. The audit: the history page of one table (renamed on the way), then `audit
+   verify` of the catalog, its leader's signed checkpoints checked with the key
+   (made on the first run under the state directory).
 
 Run `python -m metalog.demo` after `metalog up` (the Makefile does both).
 """
@@ -26,13 +29,19 @@ from confluent_kafka import KafkaException
 from rich.console import Console
 from rich.table import Table
 
+from events.checkpoint import Signer
 from events.errors import MetalogError
 from events.topics import Topics
 from metalog import demo_sql, demo_write
 from metalog.cli_follow import follow_demo
 from metalog.cli_history import history_of
+from metalog.keys import PRIVATE_NAME, generate, load_signer
 from metalog.stack_config import StackConfig
+from producers.leader.local import CheckpointSchedule
+from projector.audit.faults import AuditFailed
 from projector.audit.page import history_page
+from projector.audit.read import verify_topic
+from projector.audit.verify import Verifier
 from projector.follower.follower import Follower
 from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_rows
@@ -92,6 +101,30 @@ def project(bootstrap: str, topics: Topics, config: StackConfig, catalog: str) -
         print_rows(console, f"Delta `{name}` of {catalog}", rows, columns)
 
 
+def demo_signer(config: StackConfig) -> Signer:
+    """The demo leader's checkpoint key: made on the first run, kept in the state directory."""
+    keys = config.state_dir / "demo" / "keys"
+    if not (keys / PRIVATE_NAME).exists():
+        generate(keys)
+    return load_signer(keys / PRIVATE_NAME)
+
+
+def verify(bootstrap: str, topics: Topics, catalog: str, signer: Signer,
+           console: Console) -> None:  # fmt: skip
+    """`metalog audit verify` of the demo's catalog, its checkpoints checked with the key.
+
+    Raises:
+        AuditFailed: The log does not verify (the first bad record and the fault).
+    """
+    report = verify_topic(bootstrap, topics.events, Verifier(signer.public_key, None, catalog))
+    if report.fault is not None:
+        raise AuditFailed(report.fault)
+    summary = report.catalogs[catalog]
+    console.print(f"[bold]audit verify[/] {catalog}: {summary.events} events, chain, versions "
+                  f"and leader epochs hold, every event folds, {summary.checkpoints} signed "
+                  f"checkpoint(s) through resource_version {summary.signed_through}")  # fmt: skip
+
+
 def main() -> int:
     """Run the demo against `METALOG_BOOTSTRAP` or the local stack."""
     config = StackConfig.from_env()
@@ -100,13 +133,15 @@ def main() -> int:
     console = Console(width=160)
     demo_sql.quiet_kafka()
     try:
-        catalog = demo_write.run(bootstrap, topics, console)
+        signer = demo_signer(config)
+        catalog = demo_write.run(bootstrap, topics, console, CheckpointSchedule(signer, 10, 5.0))
         follow_demo(bootstrap, topics, catalog)
         watch_datanode(bootstrap, topics, catalog, console)
         project(bootstrap, topics, config, catalog)
         page = config.state_dir / "history-sales.html"  # public.orders, renamed by the demo
         page.write_text(history_page(history_of(bootstrap, topics, catalog, "public.sales", None)))
         console.print(f"[bold]audit[/] the history of public.sales (born public.orders): {page}")
+        verify(bootstrap, topics, catalog, signer, console)
     except (MetalogError, KafkaException) as exc:
         print(f"metalog demo: error: {exc} (is the broker up? run `metalog up`)", file=sys.stderr)
         return 1

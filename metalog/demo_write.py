@@ -21,6 +21,8 @@ from metalog import demo_sql
 from producers.client.client import MetadataClient
 from producers.errors import CommandRejected, VersionConflict
 from producers.leader.leader import Leader
+from producers.leader.local import CheckpointSchedule
+from producers.leader.owner import LeaderOptions
 from projector.fold.export import region_label_rows
 
 COLUMNS = (
@@ -30,12 +32,17 @@ COLUMNS = (
 )
 
 
-def run(bootstrap: str, topics: Topics, console: Console) -> str:
-    """Drive a fresh catalog through the leader; returns the catalog's name."""
+def run(bootstrap: str, topics: Topics, console: Console,
+        checkpoints: CheckpointSchedule | None = None) -> str:  # fmt: skip
+    """Drive a fresh catalog through the leader; returns the catalog's name.
+
+    Args:
+        checkpoints: When the leader signs checkpoints (None: it signs none).
+    """
     catalog = f"shop-{uuid.uuid4().hex[:6]}"
     say = console.print
     with (
-        Leader(bootstrap, topics=topics) as leader,
+        Leader(bootstrap, topics=topics, options=LeaderOptions(checkpoints=checkpoints)) as leader,
         MetadataClient(bootstrap, catalog=catalog, actor="demo", topics=topics) as client,
     ):
         if not leader.wait_until_serving(1, timeout=60.0):
