@@ -8,7 +8,7 @@ import signal
 from typing import Any
 
 from events.topics import Topics
-from metalog.cli_args import positive_int
+from metalog.cli_args import add_credentials_flag, positive_int, security
 from metalog.cli_json import add_json_flag, log_status
 from metalog.stack_config import StackConfig
 from producers.leader.leader import Leader
@@ -24,6 +24,7 @@ def _leader(args: argparse.Namespace) -> int:
         leader_id=args.leader_id,
         group_id=args.group,
         options=LeaderOptions(batch_size=args.batch_size),
+        security=security(args, "leader"),
     )
     signal.signal(signal.SIGTERM, lambda *_: leader.stop())
     # What is loaded by now (modules, schemas, codecs) lives as long as the process:
@@ -47,5 +48,6 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--leader-id", help="name stamped on LeaderElected (default host-pid)")
     parser.add_argument("--batch-size", type=positive_int, default=200,
                         help="commands per transaction (1 or more)")  # fmt: skip
+    add_credentials_flag(parser)
     add_json_flag(parser, "its status lines as JSON lines on stdout (docs/cli.md)")
     parser.set_defaults(func=_leader)

@@ -18,6 +18,7 @@ from producers.kafka.errors import kafka_error
 from producers.kafka.routing import Layout, read_layout
 from producers.leader.waiter import Waiter
 from projector.kafka.clients import CLIENT_LOGGING, next_batch, watermarks
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 
 _REPLIES_PER_READ = 500
 """At most this many replies are taken from the topic per read."""
@@ -50,9 +51,15 @@ class CommandChannel:
     """
 
     def __init__(
-        self, bootstrap: str, topics: Topics, client_id: str, timeout: float = 10.0
+        self,
+        bootstrap: str,
+        topics: Topics,
+        client_id: str,
+        timeout: float = 10.0,
+        security: KafkaSecurity = PLAINTEXT,
     ) -> None:
         self.bootstrap = bootstrap
+        self.security = security
         self.topics = topics
         self.client_id = client_id
         self.timeout = timeout
@@ -106,7 +113,8 @@ class CommandChannel:
                 )  # delivery reports are served by the reader thread, not per call
             except KafkaException as exc:
                 what = f"{command.type} `{command.command_id}` ({len(value):,} bytes)"
-                raise kafka_error(exc, self.bootstrap, what) from exc
+                raise kafka_error(exc, self.bootstrap, what, security=self.security,
+                                  operation=f"WRITE {self.topics.commands}") from exc
             return waiter.wait(deadline - time.monotonic())
         finally:
             with self._lock:
@@ -136,24 +144,25 @@ class CommandChannel:
                 return
             if self._closed.is_set():
                 raise LeaderUnavailable("this MetadataClient is closed: create a new one")
-            layout = read_layout(self.bootstrap, self.topics, timeout)
+            layout = read_layout(self.bootstrap, self.topics, timeout, self.security)
             # linger.ms=2: threads sharing a client send their commands in one request;
             # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
-            producer = Producer(
+            producer = Producer(secured(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "linger.ms": 2, **CLIENT_LOGGING}
+                 "linger.ms": 2, **CLIENT_LOGGING}, self.security)
             )  # fmt: skip
-            consumer = Consumer(
+            consumer = Consumer(secured(
                 {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
                  "enable.auto.commit": False, "isolation.level": "read_committed",
-                 **CLIENT_LOGGING}
+                 **CLIENT_LOGGING}, self.security)
             )  # fmt: skip
             tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
             try:
                 _, high = watermarks(consumer, tp, max(deadline - time.monotonic(), 0.001))
             except KafkaException as exc:
                 consumer.close()
-                raise kafka_error(exc, self.bootstrap) from exc
+                raise kafka_error(exc, self.bootstrap, security=self.security,
+                                  operation=f"READ {tp.topic}") from exc
             consumer.assign(
                 [TopicPartition(tp.topic, tp.partition, high if high >= 0 else OFFSET_END)]
             )
