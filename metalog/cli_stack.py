@@ -12,16 +12,19 @@ from metalog.stack_config import StackConfig
 
 
 def _up(args: argparse.Namespace) -> int:
-    info = stack.up(StackConfig.from_env(partitions=args.partitions, secure=args.secure or None))
+    config = StackConfig.from_env(partitions=args.partitions, secure=args.secure or None)
+    info = stack.up(config)
+    if config.secure:
+        info["credentials"] = str(stack_secure.credentials_file(config))
     if args.json:
         print_json(info)
         return 0
     verb = "started" if info["started"] else "already running"
     print(f"metalog: broker {verb} (pid {info['pid']}, state {info['state_dir']})")
     print(f"bootstrap: {info['bootstrap']}")
-    if args.secure:
-        print(f"credentials: {stack_secure.credentials_file(StackConfig.from_env())} (owner only; "
-              "pass it with --credentials or METALOG_CREDENTIALS)")
+    if config.secure:
+        print(f"credentials: {info['credentials']} (owner only; pass it with --credentials or "
+              "METALOG_CREDENTIALS)")
     return 0
 
 

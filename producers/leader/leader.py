@@ -37,7 +37,7 @@ from producers.leader.owner import (
 from producers.leader.waiter import Waiter
 from projector.errors import ApplyError
 from projector.kafka.clients import CLIENT_LOGGING, next_batch
-from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 log = logging.getLogger(__name__)
 
@@ -271,6 +271,14 @@ class Leader:
             if owner is not None:
                 owner.close()
 
+    def _stop_if_denied(self, error: KafkaError) -> None:
+        """A refused group or topic stops the leader: it would never be served (`run` raises)."""
+        group = error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+        operation = f"READ group {self.group_id}" if group else f"READ {self.topics.commands}"
+        denied = access_error(error, self.security, operation)
+        if denied is not None:
+            raise denied
+
     def _serve(self, consumer: Consumer, messages: list[Message]) -> None:
         inputs: dict[int, list[Input]] = defaultdict(list)
         consumed: dict[int, int] = {}
@@ -278,6 +286,7 @@ class Leader:
             error = message.error()
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
+                    self._stop_if_denied(error)
                     log.warning("commands topic: %s", error)
                 continue
             partition, offset = message.partition() or 0, message.offset() or 0

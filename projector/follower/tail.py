@@ -65,7 +65,12 @@ class Tail:
         Raises:
             KafkaException: The cluster or the events topic cannot be reached.
         """
-        count = partition_count(self._consumer, self.topics.events, stopped=stopped)
+        try:
+            count = partition_count(self._consumer, self.topics.events, stopped=stopped)
+        except KafkaException:
+            if self._security.username is not None:
+                self._consumer.poll(0)  # serves a refused sign-in's report (`secured`)
+            raise
         if count is None:
             return False
         starts: dict[int, int] = {}

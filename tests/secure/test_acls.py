@@ -129,6 +129,16 @@ def test_a_follower_signed_in_as_a_leader_is_refused_by_name(secure_kafka: Secur
         impostor.start()  # fmt: skip
 
 
+def test_a_leader_in_a_group_it_may_not_read_stops_naming_the_group(
+    secure_kafka: SecureKafka,
+) -> None:
+    stray = Leader(secure_kafka.bootstrap, topics=secure_kafka.topics, group_id="stray-leaders",
+                   security=secure_kafka.security("leader"))
+    with pytest.raises(AccessDenied, match="GroupAuthorizationFailed: principal leader may not "
+                                           "READ group stray-leaders"):  # fmt: skip
+        stray.run()
+
+
 def test_a_wrong_password_is_refused_by_name(secure_kafka: SecureKafka) -> None:
     wrong: KafkaSecurity = replace(secure_kafka.security("client"), password="not-the-password")
     with (MetadataClient(secure_kafka.bootstrap, catalog="c", actor="alice", timeout=5.0,
