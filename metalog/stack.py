@@ -17,6 +17,7 @@ import socket
 import subprocess
 import time
 import uuid
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -136,8 +137,9 @@ def _format(config: StackConfig, classpath: str) -> None:
     cmd = [_java(), "-Xmx256m", f"-Dlog4j2.configurationFile={config.log4j_file}",
            "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
            "-t", _cluster_id(), "-c", str(config.properties_file), *scram]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S,
-                          check=False)
+    with stack_secure.argument_file(config, cmd) if scram else nullcontext(cmd) as cmd:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S,
+                              check=False)
     if proc.returncode != 0:
         # With --add-scram, stdout lists the users' salted keys: it is never shown.
         shown = proc.stderr if scram else proc.stdout + proc.stderr

@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from confluent_kafka import KafkaException
@@ -148,6 +150,22 @@ def scram_arguments(config: StackConfig) -> list[str]:
         args += ["--add-scram",
                  f"{MECHANISM}=[name={principal['username']},password={principal['password']}]"]
     return args
+
+
+@contextmanager
+def argument_file(config: StackConfig, cmd: list[str]) -> Iterator[list[str]]:
+    """`cmd` (``java …``) as ``java @FILE``, its arguments read from an owner-only file.
+
+    The passwords of `scram_arguments` stay out of the process list (``ps`` shows
+    every user a process's arguments); the file is deleted afterwards.
+    """
+    path = config.state_dir / "format.args"
+    quoted = ('"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"' for arg in cmd[1:])
+    write_owner_only(path, "\n".join(quoted).encode())
+    try:
+        yield [cmd[0], f"@{path}"]
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def acl_bindings(topics: Topics, names: dict[str, str]) -> list[AclBinding]:
