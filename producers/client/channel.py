@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from typing import Protocol
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_END,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from events import commands as c
 from events.codec import decode_reply, encode_command
@@ -17,8 +26,9 @@ from producers.errors import LeaderUnavailable
 from producers.kafka.errors import kafka_error
 from producers.kafka.routing import Layout, read_layout
 from producers.leader.waiter import Waiter
+from projector.errors import AccessDenied
 from projector.kafka.clients import CLIENT_LOGGING, next_batch, watermarks
-from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 _REPLIES_PER_READ = 500
 """At most this many replies are taken from the topic per read."""
@@ -64,7 +74,7 @@ class CommandChannel:
         self.client_id = client_id
         self.timeout = timeout
         self._lock = threading.Lock()
-        self._waiting: dict[str, list[Waiter[Committed | Rejected]]] = {}
+        self._waiting: dict[str, list[Waiter[Committed | Rejected | AccessDenied]]] = {}
         self._producer: Producer | None = None
         self._layout: Layout | None = None
         self._reader: threading.Thread | None = None
@@ -91,12 +101,13 @@ class CommandChannel:
         Raises:
             LeaderUnavailable: The command could not be sent (nothing was sent).
             TooLarge: The command is over Kafka's record size limit (nothing was sent).
+            AccessDenied: The cluster refused this principal the command (nothing was written).
         """
         deadline = time.monotonic() + timeout
         layout = self._connected(timeout)
         assert self._producer is not None
         value = encode_command(command)
-        waiter: Waiter[Committed | Rejected] = Waiter()
+        waiter: Waiter[Committed | Rejected | AccessDenied] = Waiter()
         with self._lock:
             self._waiting.setdefault(command.command_id, []).append(waiter)
         try:
@@ -110,12 +121,16 @@ class CommandChannel:
                         (COMMAND_ID_HEADER, command.command_id.encode()),
                         (REPLY_TO_HEADER, self.client_id.encode()),
                     ],
+                    on_delivery=functools.partial(self._undelivered, command.command_id),
                 )  # delivery reports are served by the reader thread, not per call
             except KafkaException as exc:
                 what = f"{command.type} `{command.command_id}` ({len(value):,} bytes)"
                 raise kafka_error(exc, self.bootstrap, what, security=self.security,
                                   operation=f"WRITE {self.topics.commands}") from exc
-            return waiter.wait(deadline - time.monotonic())
+            outcome = waiter.wait(deadline - time.monotonic())
+            if isinstance(outcome, AccessDenied):
+                raise outcome
+            return outcome
         finally:
             with self._lock:
                 waiters = self._waiting.get(command.command_id, [])
@@ -149,7 +164,8 @@ class CommandChannel:
             # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
             producer = Producer(secured(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "linger.ms": 2, **CLIENT_LOGGING}, self.security)
+                 "linger.ms": 2, "delivery.report.only.error": True, **CLIENT_LOGGING},
+                self.security)
             )  # fmt: skip
             consumer = Consumer(secured(
                 {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
@@ -184,6 +200,20 @@ class CommandChannel:
                         self._answer(message.value() or b"")
         finally:
             consumer.close()
+
+    def _undelivered(self, command_id: str, error: KafkaError, _message: Message) -> None:
+        """A command Kafka did not take: a refused principal's call gets `AccessDenied` now.
+
+        Only failures are reported (`delivery.report.only.error`); other failures than
+        a refusal are left to the call's timeout (`CommandOutcomeUnknown`).
+        """
+        denied = access_error(error, self.security, f"WRITE {self.topics.commands}")
+        if denied is None:
+            return
+        with self._lock:
+            waiters = list(self._waiting.get(command_id, ()))
+        for waiter in waiters:
+            waiter.set(denied)
 
     def _answer(self, value: bytes) -> None:
         try:

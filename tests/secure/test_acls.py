@@ -129,6 +129,19 @@ def test_a_follower_signed_in_as_a_leader_is_refused_by_name(secure_kafka: Secur
         impostor.start()  # fmt: skip
 
 
+def test_a_command_from_a_principal_that_may_not_write_commands_is_refused_by_name(
+    secure_kafka: SecureKafka,
+) -> None:
+    # The leader principal sees the topics but may not WRITE commands: the call gets
+    # the refusal from the producer's delivery report, not the reply's timeout.
+    with (MetadataClient(secure_kafka.bootstrap, catalog="c", actor="alice", timeout=60.0,
+                         topics=secure_kafka.topics,
+                         security=secure_kafka.security("leader")) as client,
+          pytest.raises(AccessDenied, match="TopicAuthorizationFailed: principal leader may not "
+                                            f"WRITE {secure_kafka.topics.commands}")):  # fmt: skip
+        client.reload()
+
+
 def test_a_leader_in_a_group_it_may_not_read_stops_naming_the_group(
     secure_kafka: SecureKafka,
 ) -> None:
