@@ -16,13 +16,16 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -208,17 +211,33 @@ def acl_bindings(topics: Topics, names: dict[str, str]) -> list[AclBinding]:
 def grant(config: StackConfig, timeout_s: float = 30.0) -> None:
     """Create the ACLs of the stack's topic prefix, as the admin principal (idempotent).
 
+    Returns once the broker's authorizer applies them: a created ACL reaches it a
+    moment after the controller commits it, and a client right after `up` must not
+    be refused in between.
+
     Raises:
-        StackError: The broker refused or did not answer.
+        StackError: The broker refused, or did not apply them within `timeout_s`.
     """
     data = json.loads(credentials_file(config).read_text())
     names = {role: p["username"] for role, p in data["principals"].items()}
     admin = AdminClient(secured({"bootstrap.servers": config.bootstrap, **CLIENT_LOGGING},
                                 security(config, "admin")))  # fmt: skip
-    futures = admin.create_acls(acl_bindings(Topics(config.topic_prefix), names),
-                                request_timeout=timeout_s)  # fmt: skip
+    wanted = acl_bindings(Topics(config.topic_prefix), names)
+    futures = admin.create_acls(wanted, request_timeout=timeout_s)
     for binding, future in futures.items():
         try:
             future.result(timeout=timeout_s)
         except KafkaException as exc:
             raise StackError(f"could not create the ACL {binding}: {exc.args[0].str()}") from exc
+    deadline = time.monotonic() + timeout_s
+    while not set(wanted) <= set(admin.describe_acls(_EVERY_ACL, request_timeout=timeout_s)
+                                 .result(timeout=timeout_s)):  # fmt: skip
+        if time.monotonic() > deadline:
+            raise StackError(f"the broker did not apply metalog's ACLs within {timeout_s:.0f} s")
+        time.sleep(0.1)
+
+
+# None matches any name, principal and host (confluent-kafka's docs; its stubs say str).
+_ANY: Any = None
+_EVERY_ACL = AclBindingFilter(ResourceType.ANY, _ANY, ResourcePatternType.ANY, _ANY, _ANY,
+                              AclOperation.ANY, AclPermissionType.ANY)  # fmt: skip
