@@ -82,10 +82,20 @@ def _log(message: str) -> None:
 
 
 @contextmanager
-def leader_process(bootstrap: str, topics: Topics, log_file: Path) -> Iterator[int]:
-    """A ``metalog leader`` subprocess (its own interpreter, as deployed); yields its pid."""
+def leader_process(
+    bootstrap: str, topics: Topics, log_file: Path, credentials: Path | None = None
+) -> Iterator[int]:
+    """A ``metalog leader`` subprocess (its own interpreter, as deployed); yields its pid.
+
+    With `credentials` it signs in as their leader principal, in the leaders' group
+    its ACLs name (``{prefix}-leaders``).
+    """
     command = [sys.executable, "-m", "metalog.cli", "leader", "--bootstrap", bootstrap,
-               "--prefix", topics.prefix, "--group", "bench-leaders"]  # fmt: skip
+               "--prefix", topics.prefix]  # fmt: skip
+    if credentials is None:
+        command += ["--group", "bench-leaders"]
+    else:
+        command += ["--credentials", str(credentials)]
     with log_file.open("ab") as log:
         process = subprocess.Popen(
             command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True

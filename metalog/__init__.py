@@ -6,7 +6,8 @@ command line, ``metalog.cli``) loads neither Kafka nor Spark until a name asks f
 
 Exports: the client and the leader (`MetadataClient`, `Leader`, `LeaderOptions`), the
 read side (`Follower`, `Image`, `WatchEvent`), the command helpers (`Column`, `Topics`,
-`Committed` and every command type of `events.commands`), and the errors: `MetalogError`
+`Committed` and every command type of `events.commands`), the security settings
+(`KafkaSecurity`, `load_credentials`), and the errors: `MetalogError`
 and its families (`CommandRejected` and each rejection, `LeaderUnavailable`,
 `CommandOutcomeUnknown`, `FollowerError`, `ApplyError`, `DecodeError`, `SqlError`, …).
 """
@@ -216,7 +217,13 @@ if TYPE_CHECKING:  # `X as X`: mypy's explicit re-export
         UnsupportedStatement as UnsupportedStatement,
     )
     from projector.errors import (
+        AccessDenied as AccessDenied,
+    )
+    from projector.errors import (
         ApplyError as ApplyError,
+    )
+    from projector.errors import (
+        CredentialsError as CredentialsError,
     )
     from projector.errors import (
         DivergedAt as DivergedAt,
@@ -260,6 +267,12 @@ if TYPE_CHECKING:  # `X as X`: mypy's explicit re-export
     from projector.follower.watch import (
         WatchEvent as WatchEvent,
     )
+    from projector.kafka.security import (
+        KafkaSecurity as KafkaSecurity,
+    )
+    from projector.kafka.security import (
+        load_credentials as load_credentials,
+    )
     from projector.query.engine import (
         QueryError as QueryError,
     )
@@ -274,6 +287,7 @@ _HOMES: dict[str, str] = {
     "projector.follower.follower": "Follower",
     "projector.follower.watch": "WatchEvent",
     "projector.fold.image": "Image",
+    "projector.kafka.security": "KafkaSecurity load_credentials",
     "events.topics": "Topics",
     "events.replies": "Committed",
     "events.values": "Column",
@@ -292,7 +306,8 @@ _HOMES: dict[str, str] = {
         "TableNotFound TooLarge TransactionFailed VersionConflict WrongPublishMode"
     ),
     "projector.errors": (
-        "ApplyError DivergedAt Divergence EpochOutOfOrder FollowerError FollowerStopped "
+        "AccessDenied ApplyError CredentialsError DivergedAt Divergence EpochOutOfOrder "
+        "FollowerError FollowerStopped "
         "ResourceVersionTooOld SequenceGap SnapshotError StaleLeader TopicError WaitTimeout"
     ),
     "producers.sql.errors": "SqlError SqlSyntaxError UnsupportedStatement",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+
+from projector.kafka.security import CREDENTIALS_ENV, KafkaSecurity, security_for
 
 
 def positive_int(text: str) -> int:
@@ -33,3 +36,19 @@ def positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text} is not allowed: use a number above 0")
     return value
+
+
+def add_credentials_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--credentials FILE`` (default ``METALOG_CREDENTIALS``) to a command that uses Kafka."""
+    parser.add_argument("--credentials", metavar="FILE", default=os.environ.get(CREDENTIALS_ENV),
+                        help="a credentials file for a secured cluster, such as the one `metalog "
+                             f"up --secure` writes (default: {CREDENTIALS_ENV}; none: PLAINTEXT)")
+
+
+def security(args: argparse.Namespace, role: str) -> KafkaSecurity:
+    """The settings `role`'s principal signs in with, from ``--credentials`` (PLAINTEXT without).
+
+    Raises:
+        CredentialsError: The file is missing, unreadable or has no principal for `role`.
+    """
+    return security_for(role, args.credentials)

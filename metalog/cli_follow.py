@@ -17,7 +17,7 @@ from rich.table import Table
 from events.errors import MetalogError
 from events.labels import format_attributes
 from events.topics import Topics
-from metalog.cli_args import positive_float
+from metalog.cli_args import add_credentials_flag, positive_float, security
 from metalog.cli_json import (
     add_json_flag,
     change_document,
@@ -27,7 +27,7 @@ from metalog.cli_json import (
 )
 from metalog.stack_config import StackConfig
 from producers.kafka.errors import kafka_error
-from projector.errors import FollowerError, FollowerStopped, SnapshotError
+from projector.errors import AccessDenied, FollowerError, FollowerStopped, SnapshotError
 from projector.fold.image import Image
 from projector.follower.follower import Follower
 from projector.follower.watch import WatchEvent
@@ -92,7 +92,7 @@ def _follower(args: argparse.Namespace, **options: Any) -> Follower:
     # Each command is a process of its own, so the process-wide freeze is safe;
     # it halves the time of catching up from the log (BENCHMARKS.md, "Follower").
     return Follower(args.bootstrap, args.catalog, topics=Topics(args.prefix), freeze_gc=True,
-                    **options)  # fmt: skip
+                    security=security(args, "follower"), **options)  # fmt: skip
 
 
 def _stopped(follower: Follower, args: argparse.Namespace) -> MetalogError:
@@ -101,7 +101,11 @@ def _stopped(follower: Follower, args: argparse.Namespace) -> MetalogError:
     if isinstance(failure, MetalogError):
         return failure
     if isinstance(failure, KafkaException):
-        return FollowerStopped(f"the follower stopped: {kafka_error(failure, args.bootstrap)}")
+        cause = kafka_error(failure, args.bootstrap, security=security(args, "follower"),
+                            operation=f"READ {Topics(args.prefix).events}")
+        if isinstance(cause, AccessDenied):
+            return cause
+        return FollowerStopped(f"the follower stopped: {cause}")
     if failure is not None:
         return FollowerStopped(f"the follower stopped: {type(failure).__name__}: {failure}")
     return FollowerStopped(
@@ -214,6 +218,7 @@ def add_parser(subparsers: Any) -> None:
                         help="Kafka bootstrap servers (default: METALOG_BOOTSTRAP or the local "
                              "stack's)")  # fmt: skip
     common.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
+    add_credentials_flag(common)
     common.add_argument("--catalog", default="greptime", help="the catalog (default greptime)")
     add_json_flag(common, "JSON (docs/cli.md)")
     common.add_argument("--timeout", type=positive_float, default=60.0,

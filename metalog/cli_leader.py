@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from events.topics import Topics
-from metalog.cli_args import positive_float, positive_int
+from metalog.cli_args import add_credentials_flag, positive_float, positive_int, security
 from metalog.cli_json import add_json_flag, log_status
 from metalog.keys import load_signer
 from metalog.stack_config import StackConfig
@@ -31,6 +31,7 @@ def _leader(args: argparse.Namespace) -> int:
         leader_id=args.leader_id,
         group_id=args.group,
         options=LeaderOptions(batch_size=args.batch_size, checkpoints=checkpoints),
+        security=security(args, "leader"),
     )
     signal.signal(signal.SIGTERM, lambda *_: leader.stop())
     # What is loaded by now (modules, schemas, codecs) lives as long as the process:
@@ -61,5 +62,6 @@ def add_parser(subparsers: Any) -> None:
                         help="sign after this many events (default 1000)")
     parser.add_argument("--checkpoint-seconds", type=positive_float, default=60.0,
                         help="sign when an event has waited this long unsigned (default 60)")
+    add_credentials_flag(parser)
     add_json_flag(parser, "its status lines as JSON lines on stdout (docs/cli.md)")
     parser.set_defaults(func=_leader)

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from events.errors import MetalogError
 from events.topics import Topics
-from metalog.cli_args import positive_float, positive_int
+from metalog.cli_args import add_credentials_flag, positive_float, positive_int, security
 from metalog.stack_config import StackConfig
 
 if TYPE_CHECKING:
@@ -158,7 +158,8 @@ def _sql(args: argparse.Namespace) -> int:
         expected_resource_version=args.expected_resource_version,
     )  # fmt: skip
     session = SqlSession(args.bootstrap, settings, Topics(args.prefix), args.timeout,
-                         args.delta_dir)
+                         delta_dir=args.delta_dir, write_security=security(args, "client"),
+                         read_security=security(args, "follower"))
     try:
         if args.file:
             text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text()
@@ -184,6 +185,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--bootstrap", default=os.environ.get("METALOG_BOOTSTRAP", stack.bootstrap),
                         help="Kafka bootstrap servers")  # fmt: skip
     parser.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
+    add_credentials_flag(parser)
     parser.add_argument("--catalog", default="greptime", help="the catalog (default greptime)")
     parser.add_argument("--database", default="public",
                         help="the database of unqualified names (default public)")  # fmt: skip

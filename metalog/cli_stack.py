@@ -5,20 +5,26 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from metalog import stack
+from metalog import stack, stack_secure
 from metalog.cli_args import positive_int
 from metalog.cli_json import add_json_flag, print_json
 from metalog.stack_config import StackConfig
 
 
 def _up(args: argparse.Namespace) -> int:
-    info = stack.up(StackConfig.from_env(partitions=args.partitions))
+    config = StackConfig.from_env(partitions=args.partitions, secure=args.secure or None)
+    info = stack.up(config)
+    if config.secure:
+        info["credentials"] = str(stack_secure.credentials_file(config))
     if args.json:
         print_json(info)
         return 0
     verb = "started" if info["started"] else "already running"
     print(f"metalog: broker {verb} (pid {info['pid']}, state {info['state_dir']})")
     print(f"bootstrap: {info['bootstrap']}")
+    if config.secure:
+        print(f"credentials: {info['credentials']} (owner only; pass it with --credentials or "
+              "METALOG_CREDENTIALS)")
     return 0
 
 
@@ -48,6 +54,9 @@ def add_parser(subparsers: Any) -> None:
     up = subparsers.add_parser("up", help="start the local Kafka broker and create the topics")
     up.add_argument("--partitions", type=positive_int, default=None,
                     help="partitions of newly created topics (default: METALOG_PARTITIONS or 3)")
+    up.add_argument("--secure", action="store_true",
+                    help="SASL_SSL with SCRAM principals and ACLs (docs/security.md); the "
+                         "passwords go to an owner-only credentials file, never the terminal")
     add_json_flag(up)
     up.set_defaults(func=_up)
     down = subparsers.add_parser("down", help="stop the local Kafka broker (keeps the data)")

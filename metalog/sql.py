@@ -25,6 +25,7 @@ from producers.sql.names import unknown_name
 from projector.errors import FollowerError
 from projector.fold.image import Image
 from projector.follower.follower import Follower
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.query.engine import Engine, Result
 from projector.query.source import ImageSource
 from projector.replay.asof import replay_as_of
@@ -79,6 +80,8 @@ class SqlSession:
         timeout: Seconds to wait for a reply or for the follower to catch up.
         delta_dir: Read from the Spark projection's Delta tables under this root
             instead of a follower (they trail the log by the projection's lag).
+        write_security: How the client signs in (a secured cluster's client principal).
+        read_security: How the follower signs in (a secured cluster's follower principal).
     """
 
     bootstrap: str
@@ -86,6 +89,8 @@ class SqlSession:
     topics: Topics = field(default_factory=Topics)
     timeout: float = 30.0
     delta_dir: str | None = None
+    write_security: KafkaSecurity = PLAINTEXT
+    read_security: KafkaSecurity = PLAINTEXT
     _client: MetadataClient | None = None
     _follower: Follower | None = None
     _engine: Engine | None = None
@@ -174,7 +179,8 @@ class SqlSession:
         if self._client is None:
             self._client = MetadataClient(self.bootstrap, catalog=self.settings.catalog,
                                           actor=self.settings.actor, topics=self.topics,
-                                          timeout=self.timeout)  # fmt: skip
+                                          timeout=self.timeout,
+                                          security=self.write_security)  # fmt: skip
         return self._client
 
     def image(self) -> Image:
@@ -184,7 +190,8 @@ class SqlSession:
             FollowerError: The follower did not catch up within the timeout.
         """
         if self._follower is None:
-            self._follower = Follower(self.bootstrap, self.settings.catalog, topics=self.topics)
+            self._follower = Follower(self.bootstrap, self.settings.catalog, topics=self.topics,
+                                      security=self.read_security)
             self._follower.start()
             if not self._follower.wait_caught_up(self.timeout):
                 raise FollowerError(

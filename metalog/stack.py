@@ -17,16 +17,18 @@ import socket
 import subprocess
 import time
 import uuid
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from metalog import jars
+from metalog import jars, stack_secure
 from metalog.errors import StackError
 from metalog.stack_config import StackConfig, log4j2_properties, server_properties
 from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 from projector.kafka.topics import create_metalog_topics
 
 START_TIMEOUT_S = 90.0
@@ -131,13 +133,17 @@ def _check_formatted_ports(config: StackConfig) -> None:
 
 
 def _format(config: StackConfig, classpath: str) -> None:
+    scram = stack_secure.scram_arguments(config) if config.secure else []
     cmd = [_java(), "-Xmx256m", f"-Dlog4j2.configurationFile={config.log4j_file}",
            "-cp", classpath, "kafka.tools.StorageTool", "format", "--standalone",
-           "-t", _cluster_id(), "-c", str(config.properties_file)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S,
-                          check=False)
+           "-t", _cluster_id(), "-c", str(config.properties_file), *scram]
+    with stack_secure.argument_file(config, cmd) if scram else nullcontext(cmd) as cmd:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=FORMAT_TIMEOUT_S,
+                              check=False)
     if proc.returncode != 0:
-        raise StackError(f"formatting {config.data_dir} failed:\n{proc.stdout}{proc.stderr}")
+        # With --add-scram, stdout lists the users' salted keys: it is never shown.
+        shown = proc.stderr if scram else proc.stdout + proc.stderr
+        raise StackError(f"formatting {config.data_dir} failed:\n{shown}")
     (config.state_dir / "stack.json").write_text(json.dumps(
         {"port": config.port, "controller_port": config.controller_port}))
 
@@ -166,7 +172,7 @@ def _launch(config: StackConfig, classpath: str) -> int:
     return pid
 
 
-def _wait_ready(config: StackConfig, pid: int, timeout_s: float) -> None:
+def _wait_ready(config: StackConfig, pid: int, timeout_s: float, security: KafkaSecurity) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if not _alive(pid):
@@ -174,9 +180,9 @@ def _wait_ready(config: StackConfig, pid: int, timeout_s: float) -> None:
             raise StackError(f"the broker exited during startup:\n{_log_tail(config)}")
         if _port_open(config.port):
             try:
-                AdminClient({"bootstrap.servers": config.bootstrap, **CLIENT_LOGGING}).list_topics(
-                    timeout=5
-                )
+                AdminClient(
+                    secured({"bootstrap.servers": config.bootstrap, **CLIENT_LOGGING}, security)
+                ).list_topics(timeout=5)
                 return
             except KafkaException:
                 pass
@@ -211,15 +217,24 @@ def up(config: StackConfig | None = None, timeout_s: float = START_TIMEOUT_S) ->
                 raise StackError(f"port {port} is already in use by another process: choose "
                                  "other ports with METALOG_PORT / METALOG_CONTROLLER_PORT")
         _check_formatted_ports(config)
-        config.properties_file.write_text(server_properties(config))
+        stack_secure.check_mode(config)
+        if config.secure:
+            stack_secure.prepare(config)
+        overrides = stack_secure.broker_properties(config) if config.secure else None
+        config.properties_file.touch(mode=0o600)  # with --secure it holds the admin's password
+        config.properties_file.chmod(0o600)
+        config.properties_file.write_text(server_properties(config, overrides))
         config.log4j_file.write_text(log4j2_properties(config))
         classpath = jars.broker_classpath()
         if not (config.data_dir / "meta.properties").exists():
             _format(config, classpath)
         pid = _launch(config, classpath)
         started = True
-    _wait_ready(config, pid, timeout_s)
-    create_metalog_topics(config.bootstrap, config.topic_prefix, config.partitions)
+    admin = stack_secure.security(config, "admin") if config.secure else PLAINTEXT
+    _wait_ready(config, pid, timeout_s, admin)
+    create_metalog_topics(config.bootstrap, config.topic_prefix, config.partitions, admin)
+    if config.secure:
+        stack_secure.grant(config)
     return {**status(config), "started": started}
 
 

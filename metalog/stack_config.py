@@ -52,6 +52,7 @@ class StackConfig:
         heap: the JVM heap (``-Xmx``), e.g. ``512m``.
         topic_prefix: prefix of the four metalog topics.
         partitions: partition count of the metalog topics when they are created.
+        secure: SASL_SSL, principals and ACLs on the client listener (`metalog.stack_secure`).
     """
 
     state_dir: Path
@@ -60,6 +61,7 @@ class StackConfig:
     heap: str = DEFAULT_HEAP
     topic_prefix: str = DEFAULT_PREFIX
     partitions: int = DEFAULT_PARTITIONS
+    secure: bool = False
 
     @classmethod
     def from_env(cls, **overrides: Any) -> StackConfig:
@@ -120,8 +122,8 @@ class StackConfig:
         return self.state_dir / "logs" / "server.log"
 
 
-def server_properties(config: StackConfig) -> str:
-    """The server.properties of a single-node combined broker+controller."""
+def server_properties(config: StackConfig, overrides: dict[str, str] | None = None) -> str:
+    """The server.properties of a single-node combined broker+controller, with `overrides`."""
     host = "127.0.0.1"
     props = {
         "process.roles": "broker,controller",
@@ -149,6 +151,7 @@ def server_properties(config: StackConfig) -> str:
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "5000",
         "log.retention.check.interval.ms": "60000",
     }
+    props.update(overrides or {})
     lines = ["# Written by metalog.stack on every `up`; edit StackConfig instead."]
     lines += [f"{key}={value}" for key, value in props.items()]
     return "\n".join(lines) + "\n"

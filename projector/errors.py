@@ -133,6 +133,26 @@ class TopicError(MetalogError):
     """A topic could not be created, described or deleted."""
 
 
+class AccessDenied(MetalogError):
+    """The cluster refused a principal an operation: its credentials or its ACLs.
+
+    Attributes:
+        kind: what Kafka said, e.g. ``TopicAuthorizationFailed`` or ``AuthenticationFailed``.
+        principal: the user name the client signed in as (``ANONYMOUS`` without SASL).
+        operation: what was refused, e.g. ``WRITE metalog.events``.
+    """
+
+    def __init__(self, kind: str, principal: str, operation: str, fix: str) -> None:
+        self.kind = kind
+        self.principal = principal
+        self.operation = operation
+        super().__init__(f"{kind}: principal {principal} may not {operation}: {fix}")
+
+
+class CredentialsError(MetalogError):
+    """A credentials file is missing, unreadable or holds no principal for the role asked."""
+
+
 # -- Replay and audit (projector.replay, projector.audit) ----------------------
 
 

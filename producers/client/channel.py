@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from typing import Protocol
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_END,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from events import commands as c
 from events.codec import decode_reply, encode_command
@@ -17,7 +26,9 @@ from producers.errors import LeaderUnavailable
 from producers.kafka.errors import kafka_error
 from producers.kafka.routing import Layout, read_layout
 from producers.leader.waiter import Waiter
+from projector.errors import AccessDenied
 from projector.kafka.clients import CLIENT_LOGGING, next_batch, watermarks
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 _REPLIES_PER_READ = 500
 """At most this many replies are taken from the topic per read."""
@@ -50,14 +61,20 @@ class CommandChannel:
     """
 
     def __init__(
-        self, bootstrap: str, topics: Topics, client_id: str, timeout: float = 10.0
+        self,
+        bootstrap: str,
+        topics: Topics,
+        client_id: str,
+        timeout: float = 10.0,
+        security: KafkaSecurity = PLAINTEXT,
     ) -> None:
         self.bootstrap = bootstrap
+        self.security = security
         self.topics = topics
         self.client_id = client_id
         self.timeout = timeout
         self._lock = threading.Lock()
-        self._waiting: dict[str, list[Waiter[Committed | Rejected]]] = {}
+        self._waiting: dict[str, list[Waiter[Committed | Rejected | AccessDenied]]] = {}
         self._producer: Producer | None = None
         self._layout: Layout | None = None
         self._reader: threading.Thread | None = None
@@ -84,12 +101,13 @@ class CommandChannel:
         Raises:
             LeaderUnavailable: The command could not be sent (nothing was sent).
             TooLarge: The command is over Kafka's record size limit (nothing was sent).
+            AccessDenied: The cluster refused this principal the command (nothing was written).
         """
         deadline = time.monotonic() + timeout
         layout = self._connected(timeout)
         assert self._producer is not None
         value = encode_command(command)
-        waiter: Waiter[Committed | Rejected] = Waiter()
+        waiter: Waiter[Committed | Rejected | AccessDenied] = Waiter()
         with self._lock:
             self._waiting.setdefault(command.command_id, []).append(waiter)
         try:
@@ -103,11 +121,16 @@ class CommandChannel:
                         (COMMAND_ID_HEADER, command.command_id.encode()),
                         (REPLY_TO_HEADER, self.client_id.encode()),
                     ],
+                    on_delivery=functools.partial(self._undelivered, command.command_id),
                 )  # delivery reports are served by the reader thread, not per call
             except KafkaException as exc:
                 what = f"{command.type} `{command.command_id}` ({len(value):,} bytes)"
-                raise kafka_error(exc, self.bootstrap, what) from exc
-            return waiter.wait(deadline - time.monotonic())
+                raise kafka_error(exc, self.bootstrap, what, security=self.security,
+                                  operation=f"WRITE {self.topics.commands}") from exc
+            outcome = waiter.wait(deadline - time.monotonic())
+            if isinstance(outcome, AccessDenied):
+                raise outcome
+            return outcome
         finally:
             with self._lock:
                 waiters = self._waiting.get(command.command_id, [])
@@ -136,24 +159,26 @@ class CommandChannel:
                 return
             if self._closed.is_set():
                 raise LeaderUnavailable("this MetadataClient is closed: create a new one")
-            layout = read_layout(self.bootstrap, self.topics, timeout)
+            layout = read_layout(self.bootstrap, self.topics, timeout, self.security)
             # linger.ms=2: threads sharing a client send their commands in one request;
             # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
-            producer = Producer(
+            producer = Producer(secured(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "linger.ms": 2, **CLIENT_LOGGING}
+                 "linger.ms": 2, "delivery.report.only.error": True, **CLIENT_LOGGING},
+                self.security)
             )  # fmt: skip
-            consumer = Consumer(
+            consumer = Consumer(secured(
                 {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
                  "enable.auto.commit": False, "isolation.level": "read_committed",
-                 **CLIENT_LOGGING}
+                 **CLIENT_LOGGING}, self.security)
             )  # fmt: skip
             tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
             try:
                 _, high = watermarks(consumer, tp, max(deadline - time.monotonic(), 0.001))
             except KafkaException as exc:
                 consumer.close()
-                raise kafka_error(exc, self.bootstrap) from exc
+                raise kafka_error(exc, self.bootstrap, security=self.security,
+                                  operation=f"READ {tp.topic}") from exc
             consumer.assign(
                 [TopicPartition(tp.topic, tp.partition, high if high >= 0 else OFFSET_END)]
             )
@@ -175,6 +200,20 @@ class CommandChannel:
                         self._answer(message.value() or b"")
         finally:
             consumer.close()
+
+    def _undelivered(self, command_id: str, error: KafkaError, _message: Message) -> None:
+        """A command Kafka did not take: a refused principal's call gets `AccessDenied` now.
+
+        Only failures are reported (`delivery.report.only.error`); other failures than
+        a refusal are left to the call's timeout (`CommandOutcomeUnknown`).
+        """
+        denied = access_error(error, self.security, f"WRITE {self.topics.commands}")
+        if denied is None:
+            return
+        with self._lock:
+            waiters = list(self._waiting.get(command_id, ()))
+        for waiter in waiters:
+            waiter.set(denied)
 
     def _answer(self, value: bytes) -> None:
         try:

@@ -24,6 +24,7 @@ from producers.leader.log import read_events
 from projector.fold.apply import replay
 from projector.fold.export import export
 from projector.fold.image import Image
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 
 class MetadataClient:
@@ -49,6 +50,7 @@ class MetadataClient:
         timeout: seconds to wait for a reply, unless a call says otherwise.
         channel: how commands reach the leader; None: the commands topic, with
             replies read back from the replies topic (`embedded` passes another).
+        security: how it signs in to Kafka (`projector.kafka.security`); default PLAINTEXT.
     """
 
     def __init__(
@@ -61,14 +63,17 @@ class MetadataClient:
         client_id: str | None = None,
         timeout: float = 10.0,
         channel: Channel | None = None,
+        security: KafkaSecurity = PLAINTEXT,
     ) -> None:
         self.bootstrap = bootstrap
+        self.security = security
         self.catalog = catalog
         self.actor = actor
         self.topics = topics or Topics()
         self.client_id = client_id or f"client-{uuid.uuid4()}"
         self.timeout = timeout
-        self._channel = channel or CommandChannel(bootstrap, self.topics, self.client_id, timeout)
+        self._channel = channel or CommandChannel(bootstrap, self.topics, self.client_id, timeout,
+                                                  security)  # fmt: skip
 
     @classmethod
     def embedded(
@@ -258,9 +263,10 @@ class MetadataClient:
         name = catalog or self.catalog
         tp = self._channel.layout().events_partition(name)
         try:
-            log = read_events(self.bootstrap, tp.topic, tp.partition)
+            log = read_events(self.bootstrap, tp.topic, tp.partition, self.security)
         except KafkaException as exc:
-            raise kafka_error(exc, self.bootstrap) from exc
+            raise kafka_error(exc, self.bootstrap, security=self.security,
+                              operation=f"READ {tp.topic}") from exc
         return replay(Image.empty(name), [e for e in log if e.catalog == name])
 
     def export(self, catalog: str | None = None) -> dict[str, Any]:

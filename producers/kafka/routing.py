@@ -13,6 +13,7 @@ from producers.errors import LeaderUnavailable
 from producers.kafka.errors import kafka_error
 from projector.errors import TopicError
 from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 from projector.kafka.topics import describe_topic_config
 
 log = logging.getLogger(__name__)
@@ -44,22 +45,37 @@ class Layout:
         return TopicPartition(self.topics.events, partition_for(catalog, self.events))
 
 
-def read_layout(bootstrap: str, topics: Topics, timeout: float = 10.0) -> Layout:
+def read_layout(
+    bootstrap: str, topics: Topics, timeout: float = 10.0, security: KafkaSecurity = PLAINTEXT
+) -> Layout:
     """Ask the cluster for the partition counts; a missing topic is a clear error.
 
     Raises:
         LeaderUnavailable: The cluster did not answer within `timeout` seconds, or a
             topic is missing.
+        AccessDenied: The principal may not sign in, or not see a topic.
     """
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, **CLIENT_LOGGING}
+    config: dict[str, Any] = secured({"bootstrap.servers": bootstrap, **CLIENT_LOGGING}, security)
     admin = AdminClient(config)
     try:
         metadata = admin.list_topics(timeout=max(timeout, 0.001))
     except KafkaException as exc:
-        raise kafka_error(exc, bootstrap) from exc
+        if security.username is not None:
+            admin.poll(0)  # serves a refused sign-in's report (`secured`), so it is named
+        raise kafka_error(exc, bootstrap, security=security) from exc
     counts: dict[str, int] = {}
     for name in (topics.commands, topics.events, topics.replies):
         topic = metadata.topics.get(name)
+        if topic is None and security is not PLAINTEXT:
+            # A listing leaves out the topics the principal may not see; asked for by
+            # name, the broker says whether the topic is missing or denied.
+            try:
+                topic = admin.list_topics(name, timeout=max(timeout, 0.001)).topics.get(name)
+            except KafkaException as exc:
+                raise kafka_error(exc, bootstrap, security=security) from exc
+            denied = access_error(topic.error if topic else None, security, f"DESCRIBE {name}")
+            if denied is not None:
+                raise denied
         if topic is None or topic.error is not None:
             raise LeaderUnavailable(
                 f"topic `{name}` does not exist on {bootstrap}: run `metalog up` "
@@ -74,14 +90,17 @@ def read_layout(bootstrap: str, topics: Topics, timeout: float = 10.0) -> Layout
     return Layout(topics, counts[topics.commands], counts[topics.events], counts[topics.replies])
 
 
-def read_record_limit(bootstrap: str, topic: str, timeout: float = 10.0) -> int:
+def read_record_limit(
+    bootstrap: str, topic: str, timeout: float = 10.0, security: KafkaSecurity = PLAINTEXT
+) -> int:
     """The most bytes an event's key and value may take: `sizes.record_limit` of `topic`.
 
     Reads the topic's `max.message.bytes` (DescribeConfigs); where that is not
     allowed or not answered, Kafka's default is assumed and a line is logged.
     """
     try:
-        configured = describe_topic_config(bootstrap, topic, timeout).get("max.message.bytes")
+        config = describe_topic_config(bootstrap, topic, timeout, security)
+        configured = config.get("max.message.bytes")
         topic_max = int(configured) if configured else KAFKA_MAX_MESSAGE_BYTES
     except (TopicError, ValueError) as exc:
         log.warning(

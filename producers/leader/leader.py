@@ -37,6 +37,7 @@ from producers.leader.owner import (
 from producers.leader.waiter import Waiter
 from projector.errors import ApplyError
 from projector.kafka.clients import CLIENT_LOGGING, next_batch
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,7 @@ class Leader:
         group_id: the consumer group the leaders of one deployment share
             (default `{prefix}-leaders`).
         options: batch size, command size limit, transaction timeouts.
+        security: how it signs in to Kafka (`projector.kafka.security`); default PLAINTEXT.
     """
 
     def __init__(
@@ -79,8 +81,10 @@ class Leader:
         leader_id: str | None = None,
         group_id: str | None = None,
         options: LeaderOptions | None = None,
+        security: KafkaSecurity = PLAINTEXT,
     ) -> None:
         self.bootstrap = bootstrap
+        self.security = security
         self.topics = topics or Topics()
         self.leader_id = leader_id or f"{socket.gethostname()}-{os.getpid()}"
         self.group_id = group_id or f"{self.topics.prefix}-leaders"
@@ -121,8 +125,9 @@ class Leader:
 
     def _read_cluster(self) -> None:
         """Read the topics' layout and the events topic's record limit, once."""
-        self._layout = read_layout(self.bootstrap, self.topics)
-        self._limit = read_record_limit(self.bootstrap, self.topics.events)
+        self._layout = read_layout(self.bootstrap, self.topics, security=self.security)
+        self._limit = read_record_limit(self.bootstrap, self.topics.events,
+                                        security=self.security)  # fmt: skip
 
     def wait_until_serving(self, partitions: int = 1, timeout: float = 30.0) -> bool:
         """Block until this leader owns at least `partitions` partitions."""
@@ -203,7 +208,7 @@ class Leader:
                 self._serving.notify_all()
 
     def _run(self) -> None:
-        consumer = Consumer(
+        consumer = Consumer(secured(
             {
                 "bootstrap.servers": self.bootstrap,
                 "group.id": self.group_id,
@@ -215,8 +220,9 @@ class Leader:
                 "session.timeout.ms": self.options.session_timeout_ms,
                 "heartbeat.interval.ms": 1_000,
                 **CLIENT_LOGGING,
-            }
-        )
+            },
+            self.security,
+        ))
         consumer.subscribe(
             [self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke
         )
@@ -245,7 +251,7 @@ class Leader:
             owner = PartitionOwner(
                 self.bootstrap, self.topics, tp.partition, self.leader_id, self.options,
                 group_offset=functools.partial(_group_offset, consumer, topic, tp.partition),
-                limit=self._limit,
+                limit=self._limit, security=self.security,
             )  # fmt: skip
             owner.open()
             self._owners[tp.partition] = owner
@@ -265,6 +271,14 @@ class Leader:
             if owner is not None:
                 owner.close()
 
+    def _stop_if_denied(self, error: KafkaError) -> None:
+        """A refused group or topic stops the leader: it would never be served (`run` raises)."""
+        group = error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+        operation = f"READ group {self.group_id}" if group else f"READ {self.topics.commands}"
+        denied = access_error(error, self.security, operation)
+        if denied is not None:
+            raise denied
+
     def _serve(self, consumer: Consumer, messages: list[Message]) -> None:
         inputs: dict[int, list[Input]] = defaultdict(list)
         consumed: dict[int, int] = {}
@@ -272,6 +286,7 @@ class Leader:
             error = message.error()
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
+                    self._stop_if_denied(error)
                     log.warning("commands topic: %s", error)
                 continue
             partition, offset = message.partition() or 0, message.offset() or 0

@@ -13,6 +13,7 @@ from events.errors import DecodeError
 from events.event import Event
 from events.topics import COMMANDS_OFFSET_HEADER
 from projector.kafka.clients import DeadLetter, watermarks
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 
 log = logging.getLogger(__name__)
 
@@ -33,26 +34,31 @@ class PartitionLog:
     unreadable: list[DeadLetter] = field(default_factory=list)
 
 
-def read_events(bootstrap: str, topic: str, partition: int) -> list[Event]:
+def read_events(
+    bootstrap: str, topic: str, partition: int, security: KafkaSecurity = PLAINTEXT
+) -> list[Event]:
     """Every committed event of one events partition, in log order, up to its current end."""
-    return read_partition(bootstrap, topic, partition).events
+    return read_partition(bootstrap, topic, partition, security).events
 
 
-def read_partition(bootstrap: str, topic: str, partition: int) -> PartitionLog:
+def read_partition(
+    bootstrap: str, topic: str, partition: int, security: KafkaSecurity = PLAINTEXT
+) -> PartitionLog:
     """Every committed event of one events partition and the commands position it records.
 
     A record that does not decode is not an event: it is kept in `unreadable`
     (with the reason) and skipped, as a follower skips it.
     """
-    consumer = Consumer(
+    consumer = Consumer(secured(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"metalog-reader-{uuid.uuid4()}",
             "enable.auto.commit": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
-        }
-    )
+        },
+        security,
+    ))
     read = PartitionLog()
     try:
         low, high = watermarks(consumer, TopicPartition(topic, partition))

@@ -22,6 +22,7 @@ from producers.leader.isolation import refusal, serve_alone
 from producers.leader.local import CheckpointSchedule, LocalCatalog, Stamp
 from producers.leader.log import read_partition
 from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 
 __all__ = ["Input", "LeaderOptions", "PartitionOwner", "crash_point", "stamp_now"]
 
@@ -105,8 +106,10 @@ class PartitionOwner:
         stamps: Callable[[], Stamp] = stamp_now,
         group_offset: Callable[[], int | None] = lambda: None,
         limit: int = DEFAULT_RECORD_LIMIT,
+        security: KafkaSecurity = PLAINTEXT,
     ) -> None:
         self.bootstrap = bootstrap
+        self.security = security
         self.topics = topics
         self.partition = partition
         self.leader_id = leader_id
@@ -157,7 +160,7 @@ class PartitionOwner:
             A batch of DLQ copies of the records that are not events (those this
             owner has not dead-lettered yet), and the offset after the last one.
         """
-        read = read_partition(self.bootstrap, self.topics.events, self.partition)
+        read = read_partition(self.bootstrap, self.topics.events, self.partition, self.security)
         self.catalogs = {}
         for event in read.events:
             catalog = self.catalogs.get(event.catalog)
@@ -214,15 +217,16 @@ class PartitionOwner:
                 self._transact(Batch(records=events, last_event=len(events) - 1), group=None)
 
     def _new_producer(self) -> Producer:
-        producer = Producer(
+        producer = Producer(secured(
             {
                 "bootstrap.servers": self.bootstrap,
                 "transactional.id": f"{self.topics.prefix}-leader-{self.partition}",
                 "transaction.timeout.ms": self.options.transaction_timeout_ms,
                 **TRANSACTIONAL_SETTINGS,
                 **CLIENT_LOGGING,  # through logging: `leader --json` stays JSON
-            }
-        )
+            },
+            self.security,
+        ))
         try:
             producer.init_transactions(self.options.commit_timeout_s)
         except KafkaException as exc:

@@ -36,6 +36,7 @@ from projector.follower.watch import (
     datanode_loop,
     deliver_changes,
 )
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.snapshot.store import Position, load_newest, write_snapshot
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ class Follower:
             counting only, never by the cycle collector. For dedicated follower
             processes (the `metalog` follower commands set it) and latency-bound
             services; a full replay with it takes 0.4 of the time (BENCHMARKS.md).
+        security: How it signs in to Kafka (`projector.kafka.security`); default PLAINTEXT.
     """
 
     def __init__(
@@ -88,11 +90,13 @@ class Follower:
         history_limit: int = 100_000,
         max_batch: int = 1000,
         freeze_gc: bool = False,
+        security: KafkaSecurity = PLAINTEXT,
     ) -> None:
         names = (catalogs,) if isinstance(catalogs, str) else tuple(catalogs)
         if not names:
             raise FollowerError("a follower needs at least one catalog to follow")
         self.bootstrap = bootstrap
+        self.security = security
         self.catalogs = names
         self.topics = topics or Topics()
         self.snapshot_dir = None if snapshot_dir is None else Path(snapshot_dir)
@@ -337,7 +341,8 @@ class Follower:
     def _run(self) -> None:
         tail: Tail | None = None
         try:
-            tail = self._tail = Tail(self.bootstrap, self.topics, self._feeds, self._starts)
+            tail = self._tail = Tail(self.bootstrap, self.topics, self._feeds, self._starts,
+                                          self.security)
             if not tail.connect(self._stop.is_set):
                 return
             with self._changed:

@@ -20,6 +20,7 @@ from projector.kafka.clients import (
     next_batch,
     partition_count,
 )
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +33,16 @@ class Tail:
         topics: The topic names.
         feeds: Catalog name → feed; `connect` sets each feed's partition.
         starts: Catalog name → first offset to read (-1: the beginning).
+        security: How the follower signs in to Kafka.
     """
 
     def __init__(
-        self, bootstrap: str, topics: Topics, feeds: dict[str, CatalogFeed], starts: dict[str, int]
+        self,
+        bootstrap: str,
+        topics: Topics,
+        feeds: dict[str, CatalogFeed],
+        starts: dict[str, int],
+        security: KafkaSecurity = PLAINTEXT,
     ) -> None:
         self.topics = topics
         self.feeds = feeds
@@ -45,8 +52,9 @@ class Tail:
         """Partition → the offset at which its committed end was last reached."""
         self._starts = starts
         self._bootstrap = bootstrap
-        self._consumer = new_consumer(bootstrap)
-        self._letters = DeadLetters(bootstrap, topics.dlq, topics.events)
+        self._security = security
+        self._consumer = new_consumer(bootstrap, security)
+        self._letters = DeadLetters(bootstrap, topics.dlq, topics.events, security)
 
     def connect(self, stopped: Callable[[], bool] = lambda: False) -> bool:
         """Find the catalogs' partitions and assign them at their start offsets.
@@ -57,7 +65,12 @@ class Tail:
         Raises:
             KafkaException: The cluster or the events topic cannot be reached.
         """
-        count = partition_count(self._consumer, self.topics.events, stopped=stopped)
+        try:
+            count = partition_count(self._consumer, self.topics.events, stopped=stopped)
+        except KafkaException:
+            if self._security.username is not None:
+                self._consumer.poll(0)  # serves a refused sign-in's report (`secured`)
+            raise
         if count is None:
             return False
         starts: dict[int, int] = {}
@@ -94,7 +107,8 @@ class Tail:
 
         A consumer of its own: the tail's consumer blocks other threads while it polls.
         """
-        return high_watermarks(self._bootstrap, self.topics.events, tuple(self.next))
+        return high_watermarks(self._bootstrap, self.topics.events, tuple(self.next),
+                               self._security)
 
     def close(self) -> None:
         """Close the consumer and the DLQ producer."""

@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from events.topics import REASON_HEADER, SOURCE_HEADER
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,9 @@ class DeadLetter:
     reason: str
 
 
-def new_consumer(bootstrap: str) -> Consumer:
+def new_consumer(bootstrap: str, security: KafkaSecurity = PLAINTEXT) -> Consumer:
     """A consumer that reads committed records only and never commits offsets (it assigns)."""
-    return Consumer(
+    return Consumer(secured(
         {
             "bootstrap.servers": bootstrap,
             **CLIENT_LOGGING,
@@ -55,8 +56,9 @@ def new_consumer(bootstrap: str) -> Consumer:
             "fetch.wait.max.ms": 50,
             # EOF events tell the follower where a partition's committed end is.
             "enable.partition.eof": True,
-        }
-    )
+        },
+        security,
+    ))
 
 
 def next_batch(consumer: Consumer, size: int, wait: float) -> list[Message]:
@@ -71,9 +73,10 @@ def next_batch(consumer: Consumer, size: int, wait: float) -> list[Message]:
     return [first, *consumer.consume(size - 1, timeout=0)]
 
 
-def high_watermarks(bootstrap: str, topic: str, partitions: tuple[int, ...]) -> dict[int, int]:
+def high_watermarks(bootstrap: str, topic: str, partitions: tuple[int, ...],
+                    security: KafkaSecurity = PLAINTEXT) -> dict[int, int]:
     """The high watermark of each partition, from a short-lived consumer."""
-    consumer = new_consumer(bootstrap)
+    consumer = new_consumer(bootstrap, security)
     try:
         return {p: watermarks(consumer, KafkaPartition(topic, p))[1] for p in partitions}
     finally:
@@ -181,8 +184,10 @@ def dead_letter_record(
 class DeadLetters:
     """A lazily created idempotent producer to the DLQ topic."""
 
-    def __init__(self, bootstrap: str, topic: str, source_topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, source_topic: str,
+                 security: KafkaSecurity = PLAINTEXT) -> None:
         self.bootstrap = bootstrap
+        self.security = security
         self.topic = topic
         self.source_topic = source_topic
         self._producer: Producer | None = None
@@ -192,9 +197,9 @@ class DeadLetters:
         if not letters:
             return
         if self._producer is None:
-            self._producer = Producer(
+            self._producer = Producer(secured(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 **CLIENT_LOGGING}
+                 **CLIENT_LOGGING}, self.security)
             )  # fmt: skip
         for letter in letters:
             log.warning(

@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 from events.topics import Topics
 from projector.errors import TopicError
 from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -39,8 +40,14 @@ def metalog_topic_configs(prefix: str) -> dict[str, dict[str, str]]:
     }
 
 
-def _admin(bootstrap: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap, **CLIENT_LOGGING})
+def _admin(bootstrap: str, security: KafkaSecurity) -> AdminClient:
+    return AdminClient(secured({"bootstrap.servers": bootstrap, **CLIENT_LOGGING}, security))
+
+
+def _raise_if_denied(exc: KafkaException, security: KafkaSecurity, operation: str) -> None:
+    denied = access_error(exc.args[0], security, operation)
+    if denied is not None:
+        raise denied from exc
 
 
 def create_topics(
@@ -49,6 +56,7 @@ def create_topics(
     partitions: int,
     configs: Mapping[str, Mapping[str, str]] | None = None,
     timeout_s: float = 30.0,
+    security: KafkaSecurity = PLAINTEXT,
 ) -> list[str]:
     """Create topics; topics that already exist are left as they are.
 
@@ -58,6 +66,7 @@ def create_topics(
         partitions: the partition count of each new topic.
         configs: optional per-topic configs, keyed by topic name.
         timeout_s: how long to wait for the cluster to answer.
+        security: the principal creating them (on a secured cluster, the admin).
 
     Returns:
         The names that were created by this call (sorted). When it returns, every
@@ -67,6 +76,7 @@ def create_topics(
     Raises:
         TopicError: a topic could not be created for another reason than existing,
             or did not become visible within ``timeout_s``.
+        AccessDenied: ``security``'s principal may not create topics.
     """
     configs = configs or {}
     new = [NewTopic(name, num_partitions=partitions, replication_factor=-1,
@@ -74,7 +84,7 @@ def create_topics(
     if not new:
         return []
     created: list[str] = []
-    admin = _admin(bootstrap)  # must outlive the futures: a destroyed handle fails them
+    admin = _admin(bootstrap, security)  # must outlive the futures: a destroyed handle fails them
     futures = admin.create_topics(new, request_timeout=timeout_s, operation_timeout=timeout_s)
     for name, future in futures.items():
         try:
@@ -82,6 +92,7 @@ def create_topics(
             created.append(name)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                _raise_if_denied(exc, security, f"CREATE topic {name}")
                 raise TopicError(f"could not create topic `{name}` on {bootstrap}: {exc}") from exc
     _wait_visible(admin, bootstrap, [t.topic for t in new], timeout_s)
     return sorted(created)
@@ -101,40 +112,45 @@ def _wait_visible(admin: AdminClient, bootstrap: str, names: list[str], timeout_
         time.sleep(0.1)
 
 
-def create_metalog_topics(bootstrap: str, prefix: str, partitions: int) -> list[str]:
+def create_metalog_topics(bootstrap: str, prefix: str, partitions: int,
+                          security: KafkaSecurity = PLAINTEXT) -> list[str]:
     """Create the commands, events, replies and dlq topics of ``prefix``."""
     topics = metalog_topic_configs(prefix)
-    return create_topics(bootstrap, topics, partitions, topics)
+    return create_topics(bootstrap, topics, partitions, topics, security=security)
 
 
-def delete_topics(bootstrap: str, names: Iterable[str], timeout_s: float = 30.0) -> None:
+def delete_topics(bootstrap: str, names: Iterable[str], timeout_s: float = 30.0,
+                  security: KafkaSecurity = PLAINTEXT) -> None:
     """Delete topics; topics that do not exist are ignored."""
     names = list(names)
     if not names:
         return
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, security)
     futures = admin.delete_topics(names, request_timeout=timeout_s, operation_timeout=timeout_s)
     for name, future in futures.items():
         try:
             future.result(timeout=timeout_s)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                _raise_if_denied(exc, security, f"DELETE topic {name}")
                 raise TopicError(f"could not delete topic `{name}` on {bootstrap}: {exc}") from exc
 
 
-def list_topics(bootstrap: str, timeout_s: float = 10.0) -> dict[str, int]:
-    """The topics of the cluster with their partition counts."""
+def list_topics(bootstrap: str, timeout_s: float = 10.0,
+                security: KafkaSecurity = PLAINTEXT) -> dict[str, int]:
+    """The topics of the cluster (those `security`'s principal may see) with their partitions."""
     try:
-        metadata = _admin(bootstrap).list_topics(timeout=timeout_s)
+        metadata = _admin(bootstrap, security).list_topics(timeout=timeout_s)
     except KafkaException as exc:
         raise TopicError(f"could not list the topics of {bootstrap}: {exc}") from exc
     return {name: len(t.partitions) for name, t in metadata.topics.items()}
 
 
-def describe_topic_config(bootstrap: str, name: str, timeout_s: float = 10.0) -> dict[str, str]:
+def describe_topic_config(bootstrap: str, name: str, timeout_s: float = 10.0,
+                          security: KafkaSecurity = PLAINTEXT) -> dict[str, str]:
     """The effective configuration of one topic, as strings."""
     resource = ConfigResource(ResourceType.TOPIC, name)
-    admin = _admin(bootstrap)
+    admin = _admin(bootstrap, security)
     future = admin.describe_configs([resource], request_timeout=timeout_s)[resource]
     try:
         entries = future.result(timeout=timeout_s)

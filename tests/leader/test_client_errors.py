@@ -18,6 +18,8 @@ from events.values import Column
 from producers.client.client import MetadataClient
 from producers.errors import InvalidCommand, InvalidName, LeaderUnavailable, OutOfRange, TooLarge
 from producers.kafka.errors import kafka_error
+from projector.errors import AccessDenied
+from projector.kafka.security import KafkaSecurity
 from tests.fixtures.kafka import TopicSet
 
 NOWHERE = "127.0.0.1:1"
@@ -86,7 +88,12 @@ def test_a_call_with_nothing_listening_raises_leader_unavailable(
         (KafkaError._ALL_BROKERS_DOWN, LeaderUnavailable, "cannot reach"),
         (KafkaError._RESOLVE, LeaderUnavailable, "cannot resolve the Kafka address h:9"),
         (KafkaError.UNKNOWN_TOPIC_OR_PART, LeaderUnavailable, "run `metalog up`"),
-        (KafkaError.TOPIC_AUTHORIZATION_FAILED, LeaderUnavailable, "credentials and ACLs"),
+        (KafkaError.TOPIC_AUTHORIZATION_FAILED, AccessDenied,
+         "TopicAuthorizationFailed: principal ANONYMOUS may not use the Kafka cluster at h:9"),
+        (KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, AccessDenied,
+         "TransactionalIdAuthorizationFailed: principal ANONYMOUS"),
+        (KafkaError.SASL_AUTHENTICATION_FAILED, AccessDenied,
+         "AuthenticationFailed: principal ANONYMOUS may not sign in"),
         (KafkaError.MSG_SIZE_TOO_LARGE, TooLarge, "the record is over the Kafka record size"),
         (KafkaError.INVALID_CONFIG, LeaderUnavailable, "failed a request (INVALID_CONFIG"),
     ],
@@ -96,6 +103,16 @@ def test_librdkafka_codes_map_to_metalog_errors(
 ) -> None:
     error = kafka_error(KafkaException(KafkaError(code)), "h:9")
     assert type(error) is kind and part in str(error)
+
+
+def test_a_refusal_names_the_principal_and_the_operation() -> None:
+    follower = KafkaSecurity("SASL_SSL", "SCRAM-SHA-512", "follower", "secret")
+    error = kafka_error(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)), "h:9",
+                        security=follower, operation="WRITE metalog.events")
+    assert type(error) is AccessDenied
+    assert str(error).startswith(
+        "TopicAuthorizationFailed: principal follower may not WRITE metalog.events: ")
+    assert "secret" not in str(error) and "secret" not in repr(follower)
 
 
 def test_a_kafka_exception_without_a_code_still_maps() -> None:

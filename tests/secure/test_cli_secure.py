@@ -1,0 +1,56 @@
+"""The command line against the secure stack: `--credentials` picks each command's principal."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from events.values import Column
+from metalog import stack_secure
+from producers.client.client import MetadataClient
+from producers.leader.leader import Leader
+from tests.fixtures.secure import SecureKafka
+from tests.stack.test_cli_errors import metalog
+
+pytestmark = pytest.mark.integration
+
+
+def _where(kafka: SecureKafka, credentials: Path, catalog: str) -> list[str]:
+    return ["--bootstrap", kafka.bootstrap, "--prefix", kafka.topics.prefix,
+            "--credentials", str(credentials), "--catalog", catalog]  # fmt: skip
+
+
+def test_show_reads_a_catalog_as_the_follower_principal(secure_kafka: SecureKafka) -> None:
+    catalog = f"c{uuid.uuid4().hex[:8]}"
+    with (Leader(secure_kafka.bootstrap, topics=secure_kafka.topics,
+                 security=secure_kafka.security("leader")) as leader,
+          MetadataClient(secure_kafka.bootstrap, catalog=catalog, actor="alice", timeout=30.0,
+                         topics=secure_kafka.topics,
+                         security=secure_kafka.security("client")) as client):  # fmt: skip
+        assert leader.wait_until_serving(1, timeout=60.0)
+        client.create_table("public", "orders", (Column(name="id", data_type="int64"),))
+    credentials = stack_secure.credentials_file(secure_kafka.config)
+    run = metalog("show", "--json", "--timeout", "60",
+                  *_where(secure_kafka, credentials, catalog))
+    assert run.code == 0, run.err
+    shown = json.loads(run.out)
+    assert [(t["schema"], t["table"]) for t in shown["tables"]] == [("public", "orders")]
+
+
+def test_show_with_a_wrong_password_prints_one_line_naming_the_principal(
+    secure_kafka: SecureKafka, tmp_path: Path
+) -> None:
+    data = json.loads(stack_secure.credentials_file(secure_kafka.config).read_text())
+    data["principals"]["follower"]["password"] = "not-the-password"
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps(data))
+    os.chmod(wrong, 0o600)
+    run = metalog("show", "--timeout", "20", *_where(secure_kafka, wrong, "greptime"))
+    assert run.code == 77
+    assert run.one_line.startswith("metalog: error: AuthenticationFailed: principal follower may "
+                                   "not sign in")  # fmt: skip
+    assert "not-the-password" not in run.err
