@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from events.topics import Topics
+from metalog.cli_args import security
 from metalog.cli_follow import DEFAULT_SNAPSHOTS
 from metalog.cli_json import add_json_flag, print_json
 from metalog.cli_replay import add_log_options
@@ -17,15 +18,18 @@ from projector.audit.diff import catalog_diff
 from projector.audit.history import TableHistory, table_history
 from projector.audit.page import history_page
 from projector.errors import ReplayError
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.replay.asof import open_at
 from projector.replay.point import parse_point
 from projector.replay.source import LogReader
 
 
 def history_of(
-    bootstrap: str, topics: Topics, catalog: str, table: str | None, table_id: int | None
+    bootstrap: str, topics: Topics, catalog: str, table: str | None, table_id: int | None,
+    reader: KafkaSecurity = PLAINTEXT,
 ) -> TableHistory:
-    """The history of `table` (`SCHEMA.TABLE`) or of the table that had `table_id`, from the log.
+    """The history of `table` (`SCHEMA.TABLE`) or of the table that had `table_id`, from the log
+    (read with the `reader` settings).
 
     Raises:
         ReplayError: The name is malformed, or no table had it.
@@ -36,7 +40,7 @@ def history_of(
         if not dot or not schema or not rest:
             raise ReplayError(f"`{table}` is not SCHEMA.TABLE: name the schema, e.g. public.orders")
         name = (schema, rest)
-    events = list(LogReader(bootstrap, topics, catalog).events())
+    events = list(LogReader(bootstrap, topics, catalog, security=reader).events())
     return table_history(catalog, events, name, table_id)
 
 
@@ -44,7 +48,7 @@ def _history(args: argparse.Namespace) -> int:
     if (args.table is None) == (args.table_id is None):
         raise ReplayError("name the table: SCHEMA.TABLE or --table-id N (one of them)")
     history = history_of(args.bootstrap, Topics(args.prefix), args.catalog, args.table,
-                         args.table_id)  # fmt: skip
+                         args.table_id, security(args, "follower"))  # fmt: skip
     if args.html:
         try:
             Path(args.html).write_text(history_page(history), encoding="utf-8")
@@ -72,7 +76,8 @@ def _diff(args: argparse.Namespace) -> int:
     to = parse_point(args.to_point)
     start, events = open_at(args.bootstrap, Topics(args.prefix), args.catalog,
                             parse_point(args.from_point),
-                            Path(args.snapshot_dir) if args.snapshot_dir else None)  # fmt: skip
+                            Path(args.snapshot_dir) if args.snapshot_dir else None,
+                            security=security(args, "follower"))  # fmt: skip
     try:
         if to.resource_version is not None and to.resource_version < start.resource_version:
             raise ReplayError(f"--to {args.to_point} lies before --from {args.from_point}")

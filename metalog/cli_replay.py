@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from events.event import Event
 from events.topics import Topics
+from metalog.cli_args import add_credentials_flag, security
 from metalog.cli_follow import DEFAULT_SNAPSHOTS, render
 from metalog.cli_json import add_json_flag, image_document, print_json
 from metalog.stack_config import StackConfig
@@ -69,6 +70,7 @@ def image_at(args: argparse.Namespace) -> Image:
         return replay_as_of(
             args.bootstrap, Topics(args.prefix), args.catalog, parse_point(args.as_of),
             Path(args.snapshot_dir) if args.snapshot_dir else None, progress,
+            security(args, "follower"),
         )  # fmt: skip
     finally:
         progress.close()
@@ -106,6 +108,7 @@ def add_log_options(parser: argparse.ArgumentParser) -> None:
                              "stack's)")  # fmt: skip
     parser.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
     parser.add_argument("--catalog", default="greptime", help="the catalog (default greptime)")
+    add_credentials_flag(parser)
 
 
 def add_parser(subparsers: Any) -> None:

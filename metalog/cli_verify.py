@@ -16,6 +16,7 @@ from confluent_kafka import KafkaException
 
 from events.checkpoint import Checkpoint, parse_note, render_time
 from events.topics import Topics
+from metalog.cli_args import add_credentials_flag, security
 from metalog.cli_json import add_json_flag, print_json
 from metalog.errors import AuditError
 from metalog.keys import KeyFileError, load_public_key, public_pem, read_public_key
@@ -33,7 +34,7 @@ def _source(args: argparse.Namespace) -> tuple[Iterator[tuple[int, int, bytes]],
     if getattr(args, "bundle", None):
         bundle = Bundle(Path(args.bundle))
         return bundle.records(), bundle.ends
-    log = TopicLog(args.bootstrap, Topics(args.prefix).events)
+    log = TopicLog(args.bootstrap, Topics(args.prefix).events, security(args, "follower"))
     return log.records(), log.ends
 
 
@@ -194,6 +195,7 @@ def add_commands(audit: Any) -> None:
                         help="Kafka bootstrap servers (default: METALOG_BOOTSTRAP or the local "
                              "stack's)")  # fmt: skip
     common.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
+    add_credentials_flag(common)
     common.add_argument("--catalog", default=None, help="this catalog only (default: all)")
     common.add_argument("--public-key", default=None,
                         help="the checkpoints' public key (PEM, `metalog keys generate`)")

@@ -165,7 +165,8 @@ class SqlSession:
             return None
         if isinstance(action, t.Query) and action.as_of is not None:
             image = replay_as_of(self.bootstrap, self.topics, self.settings.catalog,
-                                 parse_point(action.as_of))  # fmt: skip
+                                 parse_point(action.as_of),
+                                 security=self.read_security)  # fmt: skip
             return Engine(image).query(action.sql, action.params)
         engine = self.engine()
         if isinstance(action, t.Query):

@@ -16,6 +16,7 @@ from confluent_kafka import TopicPartition as KafkaPartition
 from projector.audit.faults import Report
 from projector.audit.verify import Verifier
 from projector.kafka.clients import new_consumer, partition_count, watermarks
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 BATCH = 10_000
 """Records taken per `consume` call."""
@@ -28,6 +29,7 @@ class TopicLog:
     Args:
         bootstrap: `host:port` of the cluster.
         topic: The events topic.
+        security: How the reader signs in to a secured cluster.
 
     Attributes:
         ends: After `records` is exhausted: each partition's end offset.
@@ -35,11 +37,12 @@ class TopicLog:
 
     bootstrap: str
     topic: str
+    security: KafkaSecurity = PLAINTEXT
     ends: dict[int, int] = field(default_factory=dict)
 
     def records(self) -> Iterator[tuple[int, int, bytes]]:
         """Every committed record as (partition, offset, value), partition by partition."""
-        consumer = new_consumer(self.bootstrap)
+        consumer = new_consumer(self.bootstrap, self.security)
         try:
             count = partition_count(consumer, self.topic) or 0
             for partition in range(count):
@@ -79,6 +82,7 @@ def verify_records(records: Iterator[tuple[int, int, bytes]], verifier: Verifier
     return verifier.finish()
 
 
-def verify_topic(bootstrap: str, topic: str, verifier: Verifier) -> Report:
+def verify_topic(bootstrap: str, topic: str, verifier: Verifier,
+                 security: KafkaSecurity = PLAINTEXT) -> Report:  # fmt: skip
     """Verify the events topic on a cluster (see `Verifier`)."""
-    return verify_records(TopicLog(bootstrap, topic).records(), verifier)
+    return verify_records(TopicLog(bootstrap, topic, security).records(), verifier)

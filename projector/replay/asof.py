@@ -17,6 +17,7 @@ from events.event import Event
 from events.topics import Topics
 from projector.errors import ReplayError, SnapshotError
 from projector.fold.image import Image
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.replay.point import Point, replay_until
 from projector.replay.source import LogReader
 from projector.snapshot.store import Position, list_snapshots, read_snapshot
@@ -34,6 +35,7 @@ def replay_as_of(
     point: Point,
     snapshot_dir: Path | None = None,
     progress: Progress | None = None,
+    security: KafkaSecurity = PLAINTEXT,
 ) -> Image:
     """The catalog's image (head and published view) as it was at `point`.
 
@@ -44,6 +46,7 @@ def replay_as_of(
         point: A resource_version or a time (`projector.replay.point`).
         snapshot_dir: The follower's snapshot folder to start from, or None (the whole log).
         progress: Called with the reader and each event read.
+        security: How the reader signs in to a secured cluster.
 
     Returns:
         The image after the last event at or before `point`.
@@ -53,7 +56,7 @@ def replay_as_of(
         ApplyError: An event does not fit: the log is damaged (`metalog audit verify`).
         KafkaException: The cluster or the events topic cannot be reached.
     """
-    image, rest = open_at(bootstrap, topics, catalog, point, snapshot_dir, progress)
+    image, rest = open_at(bootstrap, topics, catalog, point, snapshot_dir, progress, security)
     rest.close()
     return image
 
@@ -65,6 +68,7 @@ def open_at(
     point: Point,
     snapshot_dir: Path | None = None,
     progress: Progress | None = None,
+    security: KafkaSecurity = PLAINTEXT,
 ) -> tuple[Image, Remaining]:
     """`replay_as_of`, and the events after the point, read on from the same consumer.
 
@@ -76,7 +80,8 @@ def open_at(
     """
     start = _starting_point(bootstrap, topics, catalog, point, snapshot_dir)
     image, position = start if start is not None else (Image.empty(catalog), None)
-    reader = LogReader(bootstrap, topics, catalog, 0 if position is None else position.next_offset)
+    reader = LogReader(bootstrap, topics, catalog, 0 if position is None else position.next_offset,
+                       security)
     seen = None if progress is None else (lambda event: progress(reader, event))
     events = reader.events()
     passed: list[Event] = []

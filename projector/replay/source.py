@@ -21,6 +21,7 @@ from events.errors import DecodeError
 from events.event import Event
 from events.topics import Topics, partition_for
 from projector.kafka.clients import new_consumer, next_batch, partition_count, watermarks
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 
 @dataclass(slots=True)
@@ -32,6 +33,7 @@ class LogReader:
         topics: The topic names.
         catalog: The catalog.
         start: The first offset to read (0: the beginning).
+        security: How the reader signs in to a secured cluster.
 
     Attributes:
         partition: The catalog's partition (set once reading begins).
@@ -44,6 +46,7 @@ class LogReader:
     topics: Topics
     catalog: str
     start: int = 0
+    security: KafkaSecurity = PLAINTEXT
     partition: int = -1
     end: int = -1
     offset: int = -1
@@ -61,7 +64,7 @@ class LogReader:
         Raises:
             KafkaException: The cluster or the events topic cannot be reached.
         """
-        consumer = new_consumer(self.bootstrap)
+        consumer = new_consumer(self.bootstrap, self.security)
         try:
             count = partition_count(consumer, self.topics.events)
             assert count is not None  # `stopped` never turns true here

@@ -41,6 +41,32 @@ def test_show_reads_a_catalog_as_the_follower_principal(secure_kafka: SecureKafk
     assert [(t["schema"], t["table"]) for t in shown["tables"]] == [("public", "orders")]
 
 
+def test_replay_history_and_verify_read_the_log_as_the_follower_principal(
+    secure_kafka: SecureKafka,
+) -> None:
+    catalog = f"c{uuid.uuid4().hex[:8]}"
+    with (Leader(secure_kafka.bootstrap, topics=secure_kafka.topics,
+                 security=secure_kafka.security("leader")) as leader,
+          MetadataClient(secure_kafka.bootstrap, catalog=catalog, actor="alice", timeout=30.0,
+                         topics=secure_kafka.topics,
+                         security=secure_kafka.security("client")) as client):  # fmt: skip
+        assert leader.wait_until_serving(1, timeout=60.0)
+        created = client.create_table("public", "orders", (Column(name="id", data_type="int64"),))
+        client.rename_table("public", "orders", "sales")
+    where = _where(secure_kafka, stack_secure.credentials_file(secure_kafka.config), catalog)
+
+    replay = metalog("replay", "--json", "--as-of", str(created.resource_version), *where)
+    assert replay.code == 0, replay.err
+    assert [t["table"] for t in json.loads(replay.out)["tables"]] == ["orders"]
+    history = metalog("audit", "history", "public.sales", "--json", *where)
+    assert history.code == 0, history.err
+    assert len(json.loads(history.out)["changes"]) == 2
+    verify = metalog("audit", "verify", "--json", *where)
+    assert verify.code == 0, verify.err
+    verified = {c["catalog"]: c for c in json.loads(verify.out)["catalogs"]}
+    assert verified[catalog]["resource_version"] == 3  # LeaderElected, create, rename
+
+
 def test_show_with_a_wrong_password_prints_one_line_naming_the_principal(
     secure_kafka: SecureKafka, tmp_path: Path
 ) -> None:
