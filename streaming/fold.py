@@ -126,7 +126,9 @@ class CatalogFold(StatefulProcessor):
             return
         stored = self._state.get() if self._state.exists() else None
         state = GateState(*stored) if stored else GateState()
-        waiting = {k[0]: _restored(k[0], v) for k, v in self._waiting.iterator()}
+        waiting = ({k[0]: _restored(k[0], v) for k, v in self._waiting.iterator()}
+                   if self._waiting.exists() else {})
+        stored_keys = set(waiting)
         gate = Gate(state=state, waiting=waiting)
         before = (state.resource_version, state.stable_epoch, state.leader_epoch,
                   state.publish_mode)
@@ -143,7 +145,9 @@ class CatalogFold(StatefulProcessor):
             yield _out("quarantine", catalog, event.resource_version, value=event.payload,
                        reason=f"stale leader_epoch {event.leader_epoch}: below "
                               f"{gate.state.leader_epoch}, written by a fenced leader")
-        for at in gate.removed:
+        # Every state call is a round trip to the JVM: an event admitted and
+        # released within this batch never touches the store.
+        for at in gate.removed & stored_keys:
             self._waiting.removeKey((at,))
         for at in gate.changed:
             self._waiting.updateValue((at,), _stored(gate.waiting[at]))
