@@ -4,8 +4,9 @@ Run with ``python -m bench.projection --events 30000 --batch 5000 --rates 1000,1
 It starts its own broker (fresh temporary state directory, port 19792),
 generates a seeded random workload (LocalCatalog, auto publish mode), and in
 one ``local[2]`` Spark session measures, for the projection (`metalog
-project`: decode, fold, MERGEs, state, log) and for a plain copy of the same
-topic appended raw to one Delta table (the limit):
+project`: envelope decode, the stateful fold, one append each to `changes`
+and `metadata_log`) and for a plain copy of the same topic appended raw to
+one Delta table (the limit):
 
 1. throughput: the first ``--events`` events pre-written to a topic, each job
    run with ``availableNow`` and the same ``maxOffsetsPerTrigger``; events/s
@@ -32,6 +33,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
@@ -40,10 +44,13 @@ from bench.rate import RateThread
 from bench.workload import Workload, encoded, produce
 from events.topics import Topics
 from metalog import stack
+from metalog.cli_project import FAIR_POOLS
 from metalog.spark_session import spark_session
 from metalog.stack_config import StackConfig
 from projector.kafka.topics import create_metalog_topics
-from streaming.projection import ProjectionConfig, kafka_source, start_projection
+from streaming.compact import PROJECTION_POOL, Maintenance, compact
+from streaming.projection import ProjectionConfig, ensure_tables, kafka_source, start_projection
+from streaming.read import read_current, table_uri
 
 BENCH_PORT = 19792
 PARTITIONS = 3
@@ -113,9 +120,14 @@ class Freshness:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def _visibility(job: str) -> tuple[str, tuple[str, str]]:
+    """The table whose commits make a record visible, and its (group, position) columns."""
+    return (("changes", ("catalog", "resource_version")) if job == "projection"
+            else ("copy", ("partition", "offset")))
+
+
 def _caught_up(job: str, config: ProjectionConfig, targets: dict[object, int]) -> bool:
-    table, columns = (("catalog_state", ("catalog", "resource_version")) if job == "projection"
-                      else ("copy", ("partition", "offset")))
+    table, columns = _visibility(job)
     marks = visible.watermarks(config.path(table), 0, columns, visible.max_per(*columns))
     mark = marks[-1][1] if marks else {}
     return all(mark.get(group, -1) >= value for group, value in targets.items())
@@ -127,6 +139,8 @@ def freshness(spark: SparkSession, job: str, config: ProjectionConfig,
     """Offer `records` at `rate` to a running `job` and measure each one's freshness."""
     _load()
     query = start(spark, job, config)
+    maintenance = (Maintenance(spark, config.delta_dir, config.compact_seconds, 0).start()
+                   if job == "projection" else None)
     try:
         ready = time.time() + 60
         while query.lastProgress is None and time.time() < ready:  # started, tables exist
@@ -152,14 +166,68 @@ def freshness(spark: SparkSession, job: str, config: ProjectionConfig,
             time.sleep(1.0)
         batches = len([p for p in query.recentProgress if p.numInputRows])
     finally:
+        if maintenance is not None:
+            maintenance.stop()
         query.stop()
-    table, columns = (("catalog_state", ("catalog", "resource_version")) if job == "projection"
-                      else ("copy", ("partition", "offset")))
+    table, columns = _visibility(job)
     marks = visible.watermarks(config.path(table), run.started, columns,
                                visible.max_per(*columns))
     seen = visible.visible_at(marks, positions)
     lags = [at - acked for at, acked in zip(seen, run.acked_at, strict=True) if at is not None]
     return Freshness(rate, run.achieved_rate, lags, sum(at is None for at in seen), batches)
+
+
+@dataclass
+class MergedRead:
+    """The merged read of one kind at scale, and one compaction of it."""
+
+    keys: int
+    tail: int
+    read_s: float
+    rows: int
+    compact_s: float
+
+
+def merged_read(spark: SparkSession, root: Path, keys: int, tail: int) -> MergedRead:
+    """Time `read_current` over `keys` compacted rows + `tail` newer rows, then `compact`."""
+    config = ProjectionConfig("unused:9092", "unused", str(root / "tables"), str(root / "cp"))
+    ensure_tables(spark, config)  # empty tables with the projection's schemas
+    schemas = {name: pa.schema(DeltaTable(table_uri(config.delta_dir, name)).schema().to_arrow())
+               for name in ("table_name", "changes")}
+    ids = pa.array(range(keys), pa.int64())
+    keys_text = pc.binary_join_element_wise("__table_name/c/db/t", pc.cast(ids, pa.string()), "")
+    compacted = pa.table({
+        "catalog": pa.array(["c"] * keys), "key": keys_text,
+        "schema_name": pa.array(["db"] * keys), "table_name": pc.cast(ids, pa.string()),
+        "table_id": ids, "schema_epoch": ids, "resource_version": ids}).cast(
+        schemas["table_name"])
+    write_deltalake(table_uri(config.delta_dir, "table_name"), compacted, mode="overwrite")
+    changed = ids[:tail]  # the tail rewrites `tail` keys, one in ten of them a DELETE
+    ops = pa.array(["DELETE" if i % 10 == 0 else "PUT" for i in range(tail)])
+    columns: dict[str, pa.Array] = {
+        "catalog": pa.array(["c"] * tail), "key": keys_text[:tail],
+        "kind": pa.array(["table_name"] * tail), "op": ops,
+        "schema_epoch": pc.add(changed, keys), "resource_version": pc.add(changed, keys),
+        "pos": pa.array([0] * tail, pa.int64()), "batch_id": pa.array([0] * tail, pa.int64())}
+    changes_schema = schemas["changes"]
+    struct = changes_schema.field("table_name").type
+    columns["table_name"] = pa.StructArray.from_arrays(
+        [pa.array(["db"] * tail), pc.cast(changed, pa.string()), pc.add(changed, keys)],
+        fields=list(struct))
+    for field in changes_schema:
+        if field.name not in columns:
+            columns[field.name] = pa.nulls(tail, field.type)
+    write_deltalake(table_uri(config.delta_dir, "changes"),
+                    pa.table(columns).select(changes_schema.names).cast(changes_schema),
+                    mode="append")
+    best, rows = float("inf"), 0
+    for _ in range(3):
+        began = time.perf_counter()
+        rows = read_current(config.delta_dir, "table_name").num_rows
+        best = min(best, time.perf_counter() - began)
+    began = time.perf_counter()
+    compact(spark, config.delta_dir)
+    return MergedRead(keys, tail, best, rows, time.perf_counter() - began)
 
 
 def _topic(bootstrap: str, prefix: str) -> str:
@@ -181,7 +249,12 @@ def main() -> None:
                         help="freshness: how long to wait for the job after the last ack (s); "
                              "events still not visible then count as never visible")
     parser.add_argument("--write-threads", type=int, default=ProjectionConfig.write_threads)
-    parser.add_argument("--skip", default="", help="comma list: throughput, freshness")
+    parser.add_argument("--compact", type=float, default=ProjectionConfig.compact_seconds,
+                        help="freshness: compaction period of the projection (s)")
+    parser.add_argument("--keys", type=int, default=1_000_000, help="merged read: keys")
+    parser.add_argument("--tail", type=int, default=10_000, help="merged read: tail rows")
+    parser.add_argument("--skip", default="",
+                        help="comma list: throughput, freshness, merged")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",") if r]
     skip = set(args.skip.split(","))
@@ -203,12 +276,15 @@ def main() -> None:
         broker = StackConfig.from_env(state_dir=root / "broker", port=BENCH_PORT,
                                       controller_port=BENCH_PORT + 1)
         stack.up(broker)
-        spark = spark_session(app_name="metalog-bench-projection")
+        spark = spark_session(app_name="metalog-bench-projection", extra_conf={
+            "spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(FAIR_POOLS)})
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", PROJECTION_POOL)
         try:
             def config(name: str, topic: str, **kw: object) -> ProjectionConfig:
                 return ProjectionConfig(broker.bootstrap, topic, str(root / name / "tables"),
                                         str(root / name / "cp"),
-                                        write_threads=args.write_threads, **kw)  # type: ignore[arg-type]
+                                        write_threads=args.write_threads,
+                                        compact_seconds=args.compact, **kw)  # type: ignore[arg-type]
 
             if "throughput" not in skip:
                 topic = _topic(broker.bootstrap, "tp")
@@ -230,10 +306,18 @@ def main() -> None:
                             args.catch_up)
                         print(job, rate, _fresh_cells(results[job][f"fresh {rate:.0f}"]),
                               flush=True)
+            if "merged" not in skip:
+                _load()
+                merged = merged_read(spark, root / "merged", args.keys, args.tail)
+                print(merged, flush=True)
         finally:
             spark.stop()
             stack.down(broker)
     _print(args, results, rates)
+    if "merged" not in skip:
+        print(f"\nMerged read of `table_name`: {merged.keys:,} compacted keys + "
+              f"{merged.tail:,} tail rows → {merged.rows:,} rows in {merged.read_s:.2f} s "
+              f"(read_current, best of 3); one compaction: {merged.compact_s:.1f} s")
 
 
 def _fresh_cells(result: object) -> str:

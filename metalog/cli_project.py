@@ -1,18 +1,29 @@
-"""``metalog project``: run the Spark projection of the events topic into Delta tables."""
+"""``metalog project``: run the Spark projection of the events topic into Delta tables.
+
+``metalog project compact`` folds the tail of `changes` into the per-kind tables
+once and exits; a continuous ``metalog project`` does it every
+``--compact-seconds`` in a low-priority FAIR pool of its own.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 from events.topics import Topics
 from metalog.spark_session import spark_session
 from metalog.stack_config import StackConfig
-from streaming.projection import ProjectionConfig, run_once, start_projection
+from streaming.compact import PROJECTION_POOL, Maintenance, compact
+from streaming.projection import ProjectionConfig, ensure_tables, run_once, start_projection
 
 DEFAULT_ROOT = ".metalog/projection"
+
+
+FAIR_POOLS = Path(__file__).parent / "jvm" / "fairscheduler.xml"
+"""The scheduler pools: the projection's micro-batches first, compaction with what is left."""
 
 
 def _project(args: argparse.Namespace) -> int:
@@ -26,15 +37,31 @@ def _project(args: argparse.Namespace) -> int:
         trigger_seconds=args.trigger_seconds,
         once=args.once,
         write_threads=args.write_threads,
+        compact_seconds=args.compact_seconds,
+        maintain_seconds=args.maintain_seconds,
     )
-    spark = spark_session(args.master, "metalog-projection")
+    spark = spark_session(args.master, "metalog-projection", extra_conf={
+        "spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(FAIR_POOLS)})
     try:
-        if config.once:
+        if args.action == "compact":
+            ensure_tables(spark, config)
+            done = compact(spark, config.delta_dir)
+            print(f"metalog: compacted {config.delta_dir} up to batch {done.batch_id} "
+                  f"({', '.join(done.tables)})" if done else
+                  f"metalog: {config.delta_dir} was already compacted")
+        elif config.once:
             run_once(spark, config)
             print(f"metalog: projected {config.topic} into {config.delta_dir}")
         else:
             print(f"metalog: projecting {config.topic} into {config.delta_dir} (Ctrl-C stops)")
-            start_projection(spark, config).awaitTermination()
+            spark.sparkContext.setLocalProperty("spark.scheduler.pool", PROJECTION_POOL)
+            query = start_projection(spark, config)
+            maintenance = Maintenance(spark, config.delta_dir, config.compact_seconds,
+                                      config.maintain_seconds).start()
+            try:
+                query.awaitTermination()
+            finally:
+                maintenance.stop()
     finally:
         spark.stop()
     return 0
@@ -44,6 +71,9 @@ def add_parser(subparsers: Any) -> None:
     """Register ``project``."""
     parser = subparsers.add_parser(
         "project", help="project the events topic into current-state Delta tables (Spark)")
+    parser.add_argument("action", nargs="?", choices=["compact"],
+                        help="`compact`: fold the tail of `changes` into the per-kind tables "
+                             "once, then exit")
     stack = StackConfig.from_env()
     parser.add_argument("--bootstrap", default=os.environ.get("METALOG_BOOTSTRAP",
                                                               stack.bootstrap),
@@ -56,12 +86,20 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--checkpoint", default=f"{DEFAULT_ROOT}/checkpoint",
                         help="streaming checkpoint directory (owns the query id)")
     parser.add_argument("--master", default="local[2]", help="Spark master URL")
-    parser.add_argument("--trigger-seconds", type=float, default=5.0,
-                        help="micro-batch interval of a continuous run")
+    parser.add_argument("--trigger-seconds", type=float, default=ProjectionConfig.trigger_seconds,
+                        help="micro-batch interval of a continuous run (default: %(default)s)")
+    parser.add_argument("--compact-seconds", type=float,
+                        default=ProjectionConfig.compact_seconds,
+                        help="a continuous run compacts the per-kind tables this often; 0 "
+                             "never (default: %(default)s)")
+    parser.add_argument("--maintain-seconds", type=float,
+                        default=ProjectionConfig.maintain_seconds,
+                        help="a continuous run OPTIMIZEs and VACUUMs `changes` this often; 0 "
+                             "never (default: %(default)s)")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
                         help="at most this many records per micro-batch (default: all)")
     parser.add_argument("--write-threads", type=int, default=ProjectionConfig.write_threads,
-                        help="how many of a batch's Delta writes run at once (default: "
+                        help="how many of a batch's Delta appends run at once (default: "
                              "%(default)s)")
     parser.add_argument("--once", action="store_true",
                         help="project everything available now, then exit (availableNow)")

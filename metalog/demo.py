@@ -9,8 +9,9 @@
 2. A follower catches up on the catalog and prints its published view, and a
    datanode watcher reports the regions it opens.
 3. The Spark projection (`availableNow`) folds the events topic into the
-   current-state Delta tables, and `table_name` and `region_label` are read
-   back without a JVM (the `deltalake` package) and printed.
+   Delta change feed, and `table_name` and `region_label` are read back
+   through the merged read path without a JVM (`streaming.read.read_current`:
+   deltalake + DuckDB) and printed.
 4. The audit: the history page of one table (renamed on the way), then `audit
    verify` of the catalog, its leader's signed checkpoints checked with the key
    (made on the first run under the state directory).
@@ -44,7 +45,7 @@ from projector.audit.read import verify_topic
 from projector.audit.verify import Verifier
 from projector.follower.follower import Follower
 from streaming.projection import ProjectionConfig, run_once
-from streaming.read import read_rows
+from streaming.read import read_current
 
 
 def print_rows(
@@ -97,8 +98,9 @@ def project(bootstrap: str, topics: Topics, config: StackConfig, catalog: str) -
         "region_label": ("rule_id", "rule_type", "region_label", "ranges"),
     }
     for name, columns in shown.items():
-        rows = [r for r in read_rows(projection.delta_dir, name) if r.get("catalog") == catalog]
-        print_rows(console, f"Delta `{name}` of {catalog}", rows, columns)
+        rows = [r for r in read_current(projection.delta_dir, name).to_pylist()
+                if r.get("catalog") == catalog]
+        print_rows(console, f"Delta `{name}` of {catalog} (merged read)", rows, columns)
 
 
 def demo_signer(config: StackConfig) -> Signer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -57,6 +58,11 @@ def spark_session(
         `log_file()`, and only errors reach the terminal.
     """
     local = LOCAL_CONF if master.startswith("local") else {}
+    if master.startswith("local"):
+        # Local Python workers (the projection's fold runs in them) use this
+        # interpreter and its packages, not whatever `python3` is on the PATH.
+        # PySpark reads it once, when the context starts.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     log = log_file()
     log.parent.mkdir(parents=True, exist_ok=True)
     logging = {

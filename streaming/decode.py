@@ -7,11 +7,16 @@ schema, and the results are coalesced. A record that is not single-object
 encoded, names an unknown writer schema, or whose body does not decode goes to
 quarantine with the reason instead.
 
-Decoded events are normalized to the few columns the projection needs
-(`EVENT_COLUMNS`), so the pending table does not follow every schema change.
+The projection decodes twice: before its fold only the envelope (`envelope`:
+a reader schema without the requirements and the mutations' values, which
+Avro skips without building them), after it the full event of each released
+change (`decode`). The raw bytes ride through the fold in between.
 """
 
 from __future__ import annotations
+
+import json
+from functools import cache
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -31,16 +36,17 @@ CONTROL_TYPES: tuple[str, ...] = tuple(
     str(kind.model_fields["type"].default) for kind in CONTROL_INTENTS
 )
 
-EVENT_COLUMNS: tuple[str, ...] = (
-    "catalog", "resource_version", "leader_epoch", "logged_schema_epoch", "intent", "is_change",
-    "assign_epoch", "assign_resource_versions", "stable_epoch_to", "publish_mode", "mutations",
-    "partition", "offset",
+ENVELOPE_COLUMNS: tuple[str, ...] = (
+    "catalog", "resource_version", "leader_epoch", "logged_schema_epoch", "intent", "event_id",
+    "occurred_at", "table_ids", "keys", "assign_epoch", "assign_resource_versions",
+    "stable_epoch_to", "publish_mode", "topic", "partition", "offset", "kafka_timestamp",
+    "record_key", "value", "reason",
 )
-"""The normalized event: envelope, the control facts the fold needs, and the mutations.
+"""`envelope`'s columns: what the fold needs, where the record was, and its raw bytes.
 
 `logged_schema_epoch` is the event's own `schema_epoch`, as logged (0 for a
-change waiting for `Publish`): the fold's `schema_epoch` column is the epoch a
-change is published at, assigned later in explicit mode.
+change waiting for `Publish`); the epoch a change is published at may be
+assigned later in explicit mode.
 """
 
 
@@ -48,15 +54,34 @@ def _fingerprint() -> Column:
     return F.substring("value", 3, 8)
 
 
-def _decoded(decoders: list[SparkDecoder]) -> Column:
+@cache
+def envelope_reader_schema(reader_schema_json: str) -> str:
+    """The event reader schema without `requirements` and without the mutations' values.
+
+    Avro schema resolution skips writer fields the reader lacks, so the
+    envelope decodes without building a single mutation value. Nothing after
+    `requirements` refers to a type it defines, except the mutation values
+    that go with it.
+    """
+    schema = json.loads(reader_schema_json)
+    fields = [f for f in schema["fields"] if f["name"] != "requirements"]
+    for f in fields:
+        if f["name"] == "mutations":
+            item = f["type"]["items"]
+            item["fields"] = [m for m in item["fields"] if m["name"] != "value"]
+    return json.dumps({**schema, "fields": fields})
+
+
+def _decoded(decoders: list[SparkDecoder], slim: bool = False) -> Column:
     """The reader-schema struct: one `from_avro` per writer fingerprint, coalesced."""
     header = decoders[0].header_length
     body = F.expr(f"substring(value, {header + 1}, length(value) - {header})")
     branches = [
         F.when(
             _fingerprint() == F.lit(d.fingerprint),
-            from_avro(body, d.writer_schema_json, {"avroSchema": d.reader_schema_json,
-                                                   **AVRO_OPTIONS}),
+            from_avro(body, d.writer_schema_json, {
+                "avroSchema": (envelope_reader_schema(d.reader_schema_json) if slim
+                               else d.reader_schema_json), **AVRO_OPTIONS}),
         )
         for d in decoders
     ]
@@ -82,8 +107,8 @@ def _reason(decoders: list[SparkDecoder]) -> Column:
     )
 
 
-def _intent() -> Column:
-    """The intent's record name: the one non-null member of the `intent` union."""
+def intent_type() -> Column:
+    """The intent's record name: the one non-null member of `event.intent`'s union."""
     result = F.lit(None).cast("string")
     for name in (*CHANGE_TYPES, *CONTROL_TYPES):
         result = F.when(F.col(f"event.intent.member_{name}").isNotNull(), F.lit(name)).otherwise(
@@ -106,54 +131,56 @@ def decode(raw: DataFrame) -> DataFrame:
     return with_event.withColumn("reason", _reason(decoders))
 
 
-def normalize(decoded: DataFrame) -> DataFrame:
-    """The decoded rows (reason null) as normalized events, `EVENT_COLUMNS` in order."""
+def envelope(raw: DataFrame) -> DataFrame:
+    """Kafka rows as `ENVELOPE_COLUMNS`; a row that does not decode has only its position,
+    its bytes and `reason` (the rest null).
+    """
+    decoders = spark_decoders("event")
+    decoded = raw.withColumn("event", _decoded(decoders, slim=True)).withColumn(
+        "reason", _reason(decoders))
     intent = "event.intent"
-    intent_name = _intent()
-    return decoded.where(F.col("reason").isNull()).select(
+    return decoded.select(
         F.col("event.catalog").alias("catalog"),
         F.col("event.resource_version").alias("resource_version"),
         F.col("event.leader_epoch").alias("leader_epoch"),
         F.col("event.schema_epoch").alias("logged_schema_epoch"),
-        intent_name.alias("intent"),
-        intent_name.isin(*CHANGE_TYPES).alias("is_change"),
+        intent_type().alias("intent"),
+        F.col("event.event_id").alias("event_id"),
+        F.col("event.occurred_at").alias("occurred_at"),
+        F.col("event.tables.table_id").alias("table_ids"),
+        F.col("event.mutations.key").alias("keys"),
         F.col(f"{intent}.member_EpochAssigned.epoch").alias("assign_epoch"),
         F.col(f"{intent}.member_EpochAssigned.resource_versions").alias(
             "assign_resource_versions"),
         F.col(f"{intent}.member_StableEpochAdvanced.epoch").alias("stable_epoch_to"),
         F.col(f"{intent}.member_PublishModeSet.mode").alias("publish_mode"),
-        F.col("event.mutations").alias("mutations"),
-        F.col("partition"),
-        F.col("offset"),
-    )
-
-
-def log_rows(decoded: DataFrame) -> DataFrame:
-    """Rows of `metadata_log`: every decoded event with its position and raw bytes."""
-    return decoded.where(F.col("reason").isNull()).select(
-        F.col("event.catalog").alias("catalog"),
-        F.col("event.resource_version").alias("resource_version"),
-        _intent().alias("intent"),
-        F.col("event.event_id").alias("event_id"),
-        F.col("event.leader_epoch").alias("leader_epoch"),
-        F.col("event.schema_epoch").alias("schema_epoch"),
-        F.col("event.occurred_at").alias("occurred_at"),
         F.col("topic"),
         F.col("partition"),
         F.col("offset"),
         F.col("timestamp").alias("kafka_timestamp"),
-        F.col("value"),
-    )
-
-
-def quarantine_rows(decoded: DataFrame) -> DataFrame:
-    """Rows of `quarantine`: the undecodable records, raw, with where and why."""
-    return decoded.where(F.col("reason").isNotNull()).select(
-        F.col("topic"),
-        F.col("partition"),
-        F.col("offset"),
-        F.col("timestamp").alias("kafka_timestamp"),
-        F.col("key"),
+        F.col("key").alias("record_key"),
         F.col("value"),
         F.col("reason"),
     )
+
+
+def split(raw: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Kafka rows as typed events and as quarantine rows, for a consumer of the raw log.
+
+    Args:
+        raw: Rows of the Kafka source (streaming or not).
+
+    Returns:
+        The events that decoded — every field of the current event schema as a
+        column (`intent` and mutation values are unions: one `member_<Name>`
+        struct each), plus `intent_type`, `partition`, `offset` and
+        `kafka_timestamp` — and the records that did not, with `reason`.
+    """
+    decoded = decode(raw)
+    events = decoded.where(F.col("reason").isNull()).select(
+        "event.*", intent_type().alias("intent_type"), "partition", "offset",
+        F.col("timestamp").alias("kafka_timestamp"))
+    quarantine = decoded.where(F.col("reason").isNotNull()).select(
+        "topic", "partition", "offset", F.col("timestamp").alias("kafka_timestamp"), "key",
+        "value", "reason")
+    return events, quarantine

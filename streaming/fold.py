@@ -1,229 +1,163 @@
-"""One micro-batch of the published-view fold, as Spark SQL over whole batches.
+"""The projection's fold: `projector.fold.gate` per catalog, its state in the state store.
 
-The Python fold (`projector.fold.apply`) walks events one by one. Its published
-view has a declarative form that set operations can compute per batch:
+`events.groupBy("catalog").transformWithState(CatalogFold(), FOLD_OUTPUT, ...)`
+runs one `CatalogFold` handler per catalog and micro-batch. Its state (RocksDB
+provider) is the catalog's `GateState` (a value state) and the events waiting
+in its gate (a map state by resource_version: held behind a gap, or changes
+not yet released, with their raw bytes). Nothing is read back from Delta.
 
-1. Sequence. Per catalog, events are taken in `resource_version` order from
-   the last sequenced one + 1 while the numbers stay dense; everything after a
-   gap is held (not sequenced) until the gap is filled. A number already
-   sequenced or already held is a duplicate and is dropped. Kafka offsets
-   never order anything.
-2. Control facts of the newly sequenced events: the stable epoch becomes the
-   highest of the old one, every `StableEpochAdvanced` and every change's
-   `logged_schema_epoch` (auto mode stamps `stable + 1` on each change and
-   publishes it at once); a change's `schema_epoch` starts as the one it was
-   logged with and `EpochAssigned` gives its epoch to the listed pending
-   changes; the last `PublishModeSet` sets the mode.
-3. Gate. A sequenced change is applied once `0 < schema_epoch <= stable`; the
-   others stay pending. Publication only ever assigns epochs above stable, so
-   what a batch applies always comes after what earlier batches applied in the
-   fold's (schema_epoch, resource_version) order.
-4. After-images. Per key, the applied mutation with the highest
-   (schema_epoch, resource_version) wins: PUT writes the row, DELETE removes it.
-
-The publication-order rule (DESIGN.md) makes that order agree with the log's
-for every key. `out_of_order` re-checks it where it matters here, at the
-gate: a change applied while an earlier change writing one of its keys stays
-pending, or has a higher schema_epoch, would be shown out of order; the
-projection stops on it with a divergence instead of writing the batch.
-
-Steps 1-3 run on a slim frame without the nested `mutations` (the wide part
-of a row); the few rows that survive (applied or still pending) take their
-mutations back by a broadcast join on their identity (`ROW_ID`), so no
-shuffle, sort or window ever carries a mutation value. Step 4 ranks the
-mutations' keys the same way and joins the winners' values back.
-
-State between batches: `catalog_state` (one row per catalog) and
-`pending_changes` (held and unpublished events, `sequenced` telling which).
+The handler's output rows (`FOLD_OUTPUT`), by `row_type`:
+- `log`: every record of the catalog, as read (for `metadata_log`);
+- `change`: a released change, with its raw bytes and its publication epoch,
+  in the order it becomes visible;
+- `state`: the catalog's new position, when it moved;
+- `quarantine`: a record that did not decode (grouped under `QUARANTINE`) or
+  was written by a stale leader.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import Row
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
-from streaming.decode import EVENT_COLUMNS
+from projector.fold.gate import Envelope, Gate, GateState
 
-PENDING_COLUMNS = (*EVENT_COLUMNS, "schema_epoch", "sequenced")
-SLIM_COLUMNS = tuple(c for c in PENDING_COLUMNS if c != "mutations")
-ROW_ID = ("catalog", "resource_version", "partition", "offset", "priority")
-"""A candidate row's identity: `priority` 0 = from `pending_changes`, 1 = from the batch.
+QUARANTINE = ""
+"""The group of the records that did not decode: no catalog name is empty."""
 
-Within the batch a Kafka position is unique; within `pending_changes` a
-(catalog, resource_version) is.
-"""
+FOLD_OUTPUT = (
+    "row_type string, catalog string, resource_version long, schema_epoch long, "
+    "intent string, event_id string, leader_epoch long, occurred_at timestamp, "
+    "topic string, partition int, offset long, kafka_timestamp timestamp, record_key binary, "
+    "value binary, reason string, stable_epoch long, publish_mode string")
+"""The handler's rows: see the module docstring for which columns each `row_type` fills."""
 
-
-@dataclass(frozen=True)
-class FoldResult:
-    """What one batch changes.
-
-    Attributes:
-        state: The new `catalog_state` rows of the catalogs that moved.
-        outcome: Every row that is applied or stays pending (`ROW_ID`,
-            `schema_epoch`, `sequenced`, `applied`), without mutations.
-    """
-
-    state: DataFrame
-    outcome: DataFrame
-
-
-def _newer(order: list[Column], partition: list[str]) -> Column:
-    return F.row_number().over(Window.partitionBy(*partition).orderBy(*order))
-
-
-def sequence(events: DataFrame, pending: DataFrame, state: DataFrame) -> DataFrame:
-    """Step 1 on slim rows: the candidates, deduplicated, each flagged `in_order`.
-
-    Args:
-        events: The batch's events (`streaming.decode.EVENT_COLUMNS`).
-        pending: `pending_changes` as of the end of the previous batch.
-        state: `catalog_state` as of the end of the previous batch.
-
-    Returns:
-        `SLIM_COLUMNS` + `priority` + `in_order`: pending rows already
-        sequenced (`in_order` null), rows sequenced by this batch (true) and
-        rows held behind a gap (false). Read twice by `gate`: materialize it.
-    """
-    base = state.select("catalog", F.col("resource_version").alias("base_rv"))
-    fresh = (events.select(*[c for c in EVENT_COLUMNS if c != "mutations"])
-             .join(F.broadcast(base), "catalog", "left")
-             .where(F.col("resource_version") > F.coalesce("base_rv", F.lit(0)))
-             .select("*", F.lit(None).cast("long").alias("schema_epoch"),
-                     F.lit(False).alias("sequenced"),
-                     F.lit(1).alias("priority"))
-             .drop("base_rv"))
-    old = pending.select(*SLIM_COLUMNS, F.lit(0).alias("priority"))
-    # A duplicate resource_version is ignored: keep the copy seen first.
-    first = _newer([F.col("priority"), F.col("partition"), F.col("offset")],
-                   ["catalog", "resource_version"])
-    unique = old.unionByName(fresh).withColumn("copy", first).where("copy = 1").drop("copy")
-    waiting = unique.where(~F.col("sequenced")).join(F.broadcast(base), "catalog", "left")
-    dense = F.col("resource_version") - _newer([F.col("resource_version")], ["catalog"])
-    waiting = waiting.select(*SLIM_COLUMNS, "priority",
-                             (dense == F.coalesce("base_rv", F.lit(0))).alias("in_order"))
-    return old.where("sequenced").withColumn("in_order", F.lit(None).cast("boolean")).unionByName(
-        waiting)
+_STATE = StructType([StructField(name, kind) for name, kind in (
+    ("resource_version", LongType()), ("stable_epoch", LongType()),
+    ("leader_epoch", LongType()), ("publish_mode", StringType()))])
+_WAITING_KEY = StructType([StructField("resource_version", LongType())])
+_WAITING = StructType([StructField(name, kind) for name, kind in (
+    ("leader_epoch", LongType()), ("logged_schema_epoch", LongType()), ("intent", StringType()),
+    ("table_ids", ArrayType(LongType())), ("keys", ArrayType(StringType())),
+    ("assign_epoch", LongType()), ("assign_resource_versions", ArrayType(LongType())),
+    ("stable_epoch_to", LongType()), ("publish_mode", StringType()),
+    ("schema_epoch", LongType()), ("sequenced", BooleanType()), ("value", BinaryType()))])
 
 
-def gate(sequenced: DataFrame, state: DataFrame) -> FoldResult:
-    """Steps 2-3: the new state, and which rows are applied or stay pending.
-
-    Args:
-        sequenced: `sequence`'s output.
-        state: `catalog_state` as of the end of the previous batch.
-
-    Returns:
-        The new state rows (read twice: materialize them) and the outcome of
-        every surviving row; pass the outcome to `with_mutations`.
-    """
-    newly = sequenced.where("in_order").drop("in_order")
-    held = sequenced.where(~F.col("in_order")).drop("in_order")
-    old = sequenced.where(F.col("in_order").isNull()).drop("in_order")
-    facts = newly.groupBy("catalog").agg(
-        F.max("resource_version").alias("new_rv"),
-        F.max("leader_epoch").alias("new_leader_epoch"),
-        F.greatest(F.max("stable_epoch_to"),
-                   F.max(F.when(F.col("is_change"), F.col("logged_schema_epoch")))).alias(
-                       "new_stable"),
-        F.max_by("publish_mode", F.when(F.col("publish_mode").isNotNull(),
-                                        F.col("resource_version"))).alias("new_mode"),
-    )
-    new_state = facts.join(state, "catalog", "left").select(
-        "catalog",
-        F.col("new_rv").alias("resource_version"),
-        F.greatest(F.coalesce("new_stable", F.lit(0)),
-                   F.coalesce("stable_epoch", F.lit(0))).alias("stable_epoch"),
-        F.greatest("new_leader_epoch", F.coalesce("leader_epoch", F.lit(0))).alias(
-            "leader_epoch"),
-        F.coalesce("new_mode", "publish_mode", F.lit("auto")).alias("publish_mode"),
-    )  # catalog_state's columns, in order
-    stable = (state.select("catalog", "stable_epoch").join(
-        new_state.select("catalog", F.col("stable_epoch").alias("moved")), "catalog", "full")
-        .select("catalog", F.coalesce("moved", "stable_epoch").alias("stable")))
-
-    assigned = newly.where(F.col("assign_epoch").isNotNull()).select(
-        "catalog", F.explode("assign_resource_versions").alias("resource_version"),
-        F.col("assign_epoch").alias("assigned"))
-    changes = (old.unionByName(newly.where("is_change").withColumn(
-                   "schema_epoch", F.col("logged_schema_epoch")).withColumn(
-                   "sequenced", F.lit(True)))
-               .join(assigned, ["catalog", "resource_version"], "left")
-               .withColumn("schema_epoch", F.coalesce("assigned", "schema_epoch"))
-               .join(stable, "catalog", "left"))
-    published = ((F.col("schema_epoch") > 0)
-                 & (F.col("schema_epoch") <= F.coalesce("stable", F.lit(0))))
-    outcome = (changes.select(*ROW_ID, "schema_epoch", "sequenced", published.alias("applied"))
-               .unionByName(held.select(*ROW_ID, "schema_epoch", "sequenced",
-                                        F.lit(False).alias("applied"))))
-    return FoldResult(state=new_state, outcome=outcome)
+def _envelope(resource_version: int, row: Any) -> Envelope:
+    """An input row (or a stored entry's fields) as the gate's envelope."""
+    return Envelope(
+        resource_version=resource_version, leader_epoch=row["leader_epoch"],
+        logged_schema_epoch=row["logged_schema_epoch"], intent=row["intent"],
+        table_ids=tuple(row["table_ids"] or ()), keys=tuple(row["keys"] or ()),
+        assign_epoch=row["assign_epoch"],
+        assign_resource_versions=tuple(row["assign_resource_versions"] or ()),
+        stable_epoch_to=row["stable_epoch_to"], publish_mode=row["publish_mode"],
+        payload=row["value"])
 
 
-def with_mutations(outcome: DataFrame, events: DataFrame, pending: DataFrame) -> DataFrame:
-    """The outcome's rows in full: `PENDING_COLUMNS` + `applied`.
-
-    Args:
-        outcome: `FoldResult.outcome`, small enough to broadcast (materialize it first).
-        events: The batch's events, as given to `sequence`.
-        pending: `pending_changes`, as given to `sequence`.
-    """
-    rows = (pending.drop("schema_epoch", "sequenced").withColumn("priority", F.lit(0))
-            .unionByName(events.select(*EVENT_COLUMNS).withColumn("priority", F.lit(1))))
-    return rows.join(F.broadcast(outcome), list(ROW_ID)).select(*PENDING_COLUMNS, "applied")
+def _restored(resource_version: int, stored: tuple[Any, ...]) -> Envelope:
+    """A waiting entry read back from the map state."""
+    fields = dict(zip(_WAITING.names, stored, strict=True))
+    event = _envelope(resource_version, fields)
+    event.schema_epoch, event.sequenced = fields["schema_epoch"], fields["sequenced"]
+    return event
 
 
-def out_of_order(rows: DataFrame) -> DataFrame:
-    """The applied changes that an earlier change writing one of their keys is not applied before.
-
-    Only explicit-mode changes (`logged_schema_epoch` 0) can be out of order: auto
-    mode stamps epochs in log order and applies each change at once. The
-    rule's other half, table ids, is the Python fold's: what the projection
-    shows is keys.
-
-    Args:
-        rows: `with_mutations`' output.
-
-    Returns:
-        `catalog`, `resource_version`, `schema_epoch`, `key`,
-        `earlier_schema_epoch` (the highest of an earlier change writing the key) and
-        `earlier_pending` (whether one of those is not applied), one row per
-        offending (change, key).
-    """
-    keyed = rows.where(F.col("is_change") & (F.col("logged_schema_epoch") == 0)).select(
-        "catalog", "resource_version", "schema_epoch", "applied",
-        F.explode(F.array_distinct("mutations.key")).alias("key"))
-    earlier = (Window.partitionBy("catalog", "key").orderBy("resource_version")
-               .rowsBetween(Window.unboundedPreceding, -1))
-    checked = keyed.select(
-        "catalog", "resource_version", "schema_epoch", "key", "applied",
-        F.max("schema_epoch").over(earlier).alias("earlier_schema_epoch"),
-        F.max((~F.col("applied")).cast("int")).over(earlier).alias("earlier_pending"))
-    later = F.col("earlier_schema_epoch") > F.col("schema_epoch")
-    return checked.where(F.col("applied") & ((F.col("earlier_pending") == 1) | later)).select(
-        "catalog", "resource_version", "schema_epoch", "key", "earlier_schema_epoch",
-        (F.col("earlier_pending") == 1).alias("earlier_pending"))
+def _stored(event: Envelope) -> tuple[Any, ...]:
+    return (event.leader_epoch, event.logged_schema_epoch, event.intent, list(event.table_ids),
+            list(event.keys), event.assign_epoch, list(event.assign_resource_versions),
+            event.stable_epoch_to, event.publish_mode, event.schema_epoch, event.sequenced,
+            event.payload)
 
 
-def winners(rows: DataFrame) -> DataFrame:
-    """Step 4: the winning after-image per (catalog, key) among the applied rows.
+def _log(row: Row, row_type: str, reason: str | None = None) -> Row:
+    return Row(
+        row_type=row_type, catalog=row["catalog"], resource_version=row["resource_version"],
+        schema_epoch=row["logged_schema_epoch"], intent=row["intent"], event_id=row["event_id"],
+        leader_epoch=row["leader_epoch"], occurred_at=row["occurred_at"], topic=row["topic"],
+        partition=row["partition"], offset=row["offset"],
+        kafka_timestamp=row["kafka_timestamp"], record_key=row["record_key"],
+        value=row["value"], reason=reason or row["reason"], stable_epoch=None,
+        publish_mode=None)
 
-    Args:
-        rows: `with_mutations`' output (materialized: it is read twice).
 
-    Returns:
-        `catalog`, `key`, `op`, `value`, `schema_epoch` (the change's
-        publication epoch) and `resource_version`, one row per key.
-    """
-    exploded = rows.where("applied").select(
-        "catalog", "schema_epoch", "resource_version",
-        F.posexplode("mutations").alias("pos", "m"))
-    latest = _newer([F.col("schema_epoch").desc(), F.col("resource_version").desc(),
-                     F.col("pos").desc()], ["catalog", "key"])
-    best = (exploded.select("catalog", "resource_version", "pos", F.col("m.key").alias("key"),
-                            "schema_epoch")
-            .withColumn("rank", latest).where("rank = 1")
-            .select("catalog", "resource_version", "pos"))
-    return exploded.join(F.broadcast(best), ["catalog", "resource_version", "pos"]).select(
-        "catalog", "m.key", "m.op", "m.value", "schema_epoch", "resource_version")
+def _out(row_type: str, catalog: str, resource_version: int, **fields: Any) -> Row:
+    values: dict[str, Any] = dict.fromkeys(
+        ("schema_epoch", "intent", "event_id", "leader_epoch", "occurred_at", "topic",
+         "partition", "offset", "kafka_timestamp", "record_key", "value", "reason",
+         "stable_epoch", "publish_mode"))
+    values.update(fields)
+    return Row(row_type=row_type, catalog=catalog, resource_version=resource_version,
+               **values)
+
+
+class CatalogFold(StatefulProcessor):
+    """One catalog's gate, kept in the state store between micro-batches."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        """Declare the state variables."""
+        self._state = handle.getValueState("gate", _STATE)
+        self._waiting = handle.getMapState("waiting", _WAITING_KEY, _WAITING)
+
+    def handleInputRows(self, key: Any, rows: Iterator[Row],
+                        timerValues: Any) -> Iterator[Row]:
+        """Fold one micro-batch's records of one catalog.
+
+        Raises:
+            EpochOutOfOrder: The log breaks the publication order (the query stops).
+        """
+        catalog = key[0]
+        if catalog == QUARANTINE:
+            for row in rows:
+                yield _log(row, "quarantine")
+            return
+        stored = self._state.get() if self._state.exists() else None
+        state = GateState(*stored) if stored else GateState()
+        waiting = ({k[0]: _restored(k[0], v) for k, v in self._waiting.iterator()}
+                   if self._waiting.exists() else {})
+        stored_keys = set(waiting)
+        gate = Gate(state=state, waiting=waiting)
+        before = (state.resource_version, state.stable_epoch, state.leader_epoch,
+                  state.publish_mode)
+        # Rows of a group come in no order: the gate sorts them out by resource_version.
+        for row in sorted(rows, key=lambda r: (r["resource_version"], r["partition"],
+                                               r["offset"])):
+            yield _log(row, "log")
+            gate.admit(_envelope(row["resource_version"], row))
+        released, stale = gate.advance()
+        for change in released:
+            yield _out("change", catalog, change.resource_version,
+                       schema_epoch=change.schema_epoch, value=change.payload)
+        for event in stale:
+            yield _out("quarantine", catalog, event.resource_version, value=event.payload,
+                       reason=f"stale leader_epoch {event.leader_epoch}: below "
+                              f"{gate.state.leader_epoch}, written by a fenced leader")
+        # Every state call is a round trip to the JVM: an event admitted and
+        # released within this batch never touches the store.
+        for at in gate.removed & stored_keys:
+            self._waiting.removeKey((at,))
+        for at in gate.changed:
+            self._waiting.updateValue((at,), _stored(gate.waiting[at]))
+        after = (state.resource_version, state.stable_epoch, state.leader_epoch,
+                 state.publish_mode)
+        if after != before:
+            self._state.update(after)
+            yield _out("state", catalog, state.resource_version,
+                       stable_epoch=state.stable_epoch, leader_epoch=state.leader_epoch,
+                       publish_mode=state.publish_mode)
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,18 +1,18 @@
 """The Spark Structured Streaming projection of `metalog.events` into Delta tables.
 
-Kafka (read_committed) → `from_avro` per writer schema (`streaming.decode`) →
-per micro-batch, in `foreachBatch`: append every event to `metadata_log` and
-every undecodable record to `quarantine`; fold the batch into the published
-view (`streaming.fold`); MERGE the winning after-images into the current-state
-tables (`streaming.tables`); then save the fold's state (`pending_changes`,
-`catalog_state`). All writes are idempotent per batch (`streaming.sink`), so
-a batch replayed after a crash changes nothing twice.
+Kafka (read_committed) → the envelope of each record (`streaming.decode.envelope`;
+the raw bytes ride along) → `groupBy(catalog)` + `transformWithState` with
+`streaming.fold.CatalogFold` (sequencing, gap holding and publication gating
+per catalog, state in the RocksDB state store) → per micro-batch, in
+`foreachBatch`, one append each to `changes` (the released mutations, decoded
+only now, and the catalogs' new positions; `streaming.changes`),
+`metadata_log` and `quarantine`. No MERGE and no state read from Delta on the
+hot path. Every append carries the batch's Delta transaction identifiers
+(`streaming.sink`), so a batch replayed after a crash writes nothing twice.
 
-Why Delta state tables and not `transformWithState`: the fold's state is
-small and set-shaped (held events, one row per catalog), each batch is a few
-joins and window functions with no Python on the hot path, and the state is
-inspectable with any Delta reader. `transformWithState` in PySpark runs the
-handler in Python workers per group and would put rows through Python.
+Current state is read by merging the compacted per-kind tables with the newer
+tail of `changes` (`streaming.current`, `streaming.read`); the compaction
+(`streaming.compact`) runs off the hot path, in its own FAIR pool.
 """
 
 from __future__ import annotations
@@ -23,26 +23,18 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from functools import partial
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from pyspark.sql.types import (
-    BooleanType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
 
-from projector.errors import EpochOutOfOrder
 from streaming import sink
-from streaming.decode import decode, log_rows, normalize, quarantine_rows
+from streaming.changes import change_rows, log_rows, quarantine_rows, table_schemas
+from streaming.decode import envelope, split
 from streaming.errors import ProjectionError
-from streaming.fold import PENDING_COLUMNS, gate, out_of_order, sequence, winners, with_mutations
-from streaming.tables import CURRENT_TABLES, KEY_COLUMNS, TRAILER, table_filter
+from streaming.fold import FOLD_OUTPUT, QUARANTINE, CatalogFold
+from streaming.layout import CHANGES
 
 KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
                 "timestamp timestamp, timestampType int")
@@ -50,31 +42,18 @@ KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset l
 
 LOG = logging.getLogger(__name__)
 
-DELTA_CONF = {
-    # Session confs for small, frequent Delta commits (set by `start_projection`).
+STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+SESSION_CONF = {
+    # The fold's state lives in RocksDB (the default HDFS-backed store keeps it on the heap).
+    "spark.sql.streaming.stateStore.providerClass": STATE_STORE,
     # Delta rebuilds table snapshots with this many tasks (default 50): far too
-    # many for small tables on a few cores.
+    # many for small appends on a few cores.
     "spark.databricks.delta.snapshotPartitions": "2",
-    # A MERGE source is read twice (touched files, then the rewrite); "auto"
-    # persists it first unless it only scans Delta tables. Ours are projections
-    # of checkpointed rows, deterministic by construction: no extra job.
-    "spark.databricks.delta.merge.materializeSource": "none",
-    # Per-file min/max stats only serve data skipping, useless on tables this
-    # small that every MERGE scans whole; computing them is a pass per write.
-    "spark.databricks.delta.stats.collect": "false",
     # The optional `.crc` file per commit costs a snapshot computation per write.
     "spark.databricks.delta.writeChecksumFile.enabled": "false",
-    # A batch's frames are thousands of rows: one task per shuffle (and one
-    # file per MERGE) instead of two halves the tasks and the files to track.
-    "spark.sql.shuffle.partitions": "1",
 }
-
-STATE_SCHEMA = StructType([
-    StructField("catalog", StringType()), StructField("resource_version", LongType()),
-    StructField("stable_epoch", LongType()), StructField("leader_epoch", LongType()),
-    StructField("publish_mode", StringType()),
-])
-"""`catalog_state`: one row per catalog."""
+"""Session confs of the projection (set by `start_projection`)."""
 
 
 @dataclass(frozen=True)
@@ -85,11 +64,16 @@ class ProjectionConfig:
         bootstrap: Kafka `host:port` list.
         topic: The events topic (`{prefix}.events`).
         delta_dir: Root directory (or URI) of the Delta tables, one sub-directory each.
-        checkpoint: The streaming checkpoint directory; it owns the query id.
+        checkpoint: The streaming checkpoint directory; it owns the query id and the
+            fold's state.
         max_offsets_per_trigger: At most this many records per micro-batch (all if None).
         trigger_seconds: The micro-batch interval of a continuous run.
         once: Process everything available, then stop (`availableNow`).
-        write_threads: How many of a batch's independent Delta writes run at once.
+        write_threads: How many of a batch's appends (at most 3) run at once.
+        compact_seconds: A continuous run compacts the per-kind tables this often
+            (0: never; `metalog project compact` does it on demand).
+        maintain_seconds: A continuous run OPTIMIZEs and VACUUMs `changes` this often
+            (0: never).
     """
 
     bootstrap: str
@@ -97,36 +81,15 @@ class ProjectionConfig:
     delta_dir: str
     checkpoint: str
     max_offsets_per_trigger: int | None = None
-    trigger_seconds: float = 5.0
+    trigger_seconds: float = 1.0
     once: bool = False
     write_threads: int = 3
+    compact_seconds: float = 30.0
+    maintain_seconds: float = 3600.0
 
     def path(self, table: str) -> str:
         """The location of one table."""
         return f"{self.delta_dir.rstrip('/')}/{table}"
-
-
-def table_schemas(spark: SparkSession) -> dict[str, StructType]:
-    """Every table's schema, derived from the decoder's output type (no rows read)."""
-    decoded = spark.createDataFrame([], decode(spark.createDataFrame([], KAFKA_SCHEMA)).schema)
-    events = normalize(decoded)
-    mutation = events.schema["mutations"].dataType.elementType  # type: ignore[attr-defined]
-    mutations = spark.createDataFrame([], StructType([
-        StructField("catalog", StringType()), StructField("key", StringType()),
-        StructField("op", StringType()), mutation["value"],
-        StructField("schema_epoch", LongType()), StructField("resource_version", LongType()),
-    ]))
-    schemas: dict[str, StructType] = {
-        "metadata_log": log_rows(decoded).schema,
-        "quarantine": quarantine_rows(decoded).schema,
-        "pending_changes": StructType([*events.schema.fields,
-                                        StructField("schema_epoch", LongType()),
-                                        StructField("sequenced", BooleanType())]),
-        "catalog_state": STATE_SCHEMA,
-    }
-    for name, build in CURRENT_TABLES.items():
-        schemas[name] = build(mutations).drop("op").schema
-    return schemas
 
 
 def ensure_tables(spark: SparkSession, config: ProjectionConfig) -> None:
@@ -135,8 +98,8 @@ def ensure_tables(spark: SparkSession, config: ProjectionConfig) -> None:
         sink.ensure_table(spark, config.path(name), schema)
 
 
-class BatchProjector:
-    """The `foreachBatch` function: one micro-batch into every table, idempotently.
+class BatchWriter:
+    """The `foreachBatch` function: one folded micro-batch into its appends, idempotently.
 
     Args:
         config: The projection's configuration.
@@ -145,8 +108,6 @@ class BatchProjector:
     def __init__(self, config: ProjectionConfig) -> None:
         self.config = config
         self._query_id: str | None = None
-        self.phases: dict[str, float] = {}
-        """The last batch's seconds per phase (main thread only; for profiling)."""
 
     def query_id(self, spark: SparkSession) -> str:
         """The query id stored in the checkpoint (new checkpoint, new id)."""
@@ -158,120 +119,37 @@ class BatchProjector:
         return self._query_id
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        """Project one micro-batch."""
+        """Append one folded micro-batch."""
         spark = batch.sparkSession
-        path = self.config.path
         started = time.monotonic()
-        self.phases = {}
-        clock = [started]
-
-        def phase(name: str) -> None:
-            now = time.monotonic()
-            self.phases[name] = round(now - clock[0], 2)
-            clock[0] = now
-
-        # `from_avro` runs once: every later plan starts from these rows.
-        decoded = decode(batch).localCheckpoint()
-        phase("decode")
-        cached: list[DataFrame] = []
-
-        def once(frame: DataFrame) -> DataFrame:
-            """Read more than once: cached, filled by the first job that needs it."""
-            cached.append(frame.cache())
-            return frame
-
-        try:
-            with sink.batch_transaction(spark, self.query_id(spark), batch_id) as tag:
-                state = once(sink.read_before(spark, path("catalog_state"), tag))
-                pending = once(sink.read_before(spark, path("pending_changes"), tag))
-                phase("read state")
-                events = normalize(decoded)
-                result = gate(once(sequence(events, pending, state)), state)
-                rows = once(with_mutations(once(result.outcome), events, pending))
-                phase("plan fold")
-                # MERGE sources: checkpointed, as a MERGE refuses a cached source
-                # unless it materializes it again itself.
-                won = winners(rows).localCheckpoint()
-                phase("fold")
-                new_state = result.state.localCheckpoint()
-                phase("state")
-                counts = _summary(decoded, pending, rows, won, new_state)
-                phase("summary")
-                if counts["out_of_order"]:
-                    raise _divergence(out_of_order(rows), batch_id)
-                if counts["records"] == 0:
-                    return
-                writes: dict[str, Callable[[], None]] = {}
-                if counts["records"] > counts["quarantine"]:
-                    writes["metadata_log"] = lambda: sink.append(log_rows(decoded),
-                                                                 path("metadata_log"))
-                if counts["quarantine"]:
-                    writes["quarantine"] = lambda: sink.append(quarantine_rows(decoded),
-                                                               path("quarantine"))
-                for name, build in CURRENT_TABLES.items():
-                    if counts[name]:
-                        writes[name] = partial(self._merge, spark, build(won), name)
-                if counts["pending_before"] or counts["pending_changes"]:
-                    writes["pending_changes"] = lambda: sink.overwrite(
-                        rows.where(~F.col("applied")).select(*PENDING_COLUMNS),
-                        path("pending_changes"))
-                phase("plan writes")
+        # The fold runs once: every append starts from these rows.
+        folded = batch.localCheckpoint()
+        counts = {row["row_type"]: int(row["count"])
+                  for row in folded.groupBy("row_type").count().collect()}
+        writes: dict[str, Callable[[], None]] = {}
+        if counts.get("change") or counts.get("state"):
+            writes[CHANGES] = lambda: sink.append(change_rows(folded, batch_id),
+                                                  self.config.path(CHANGES))
+        if counts.get("log"):
+            writes["metadata_log"] = lambda: sink.append(log_rows(folded),
+                                                         self.config.path("metadata_log"))
+        if counts.get("quarantine"):
+            writes["quarantine"] = lambda: sink.append(quarantine_rows(folded),
+                                                       self.config.path("quarantine"))
+        if writes:
+            with sink.batch_transaction(spark, self.query_id(spark), batch_id):
                 _run_all(spark, writes, self.config.write_threads)
-                phase("writes")
-                # Last: a batch is visible in full once its catalog_state is.
-                if counts["catalog_state"]:
-                    sink.merge_newer(spark, new_state, path("catalog_state"), ("catalog",),
-                                     ("resource_version",))
-                phase("write state")
-        finally:
-            for frame in cached:
-                frame.unpersist()
-            phase("unpersist")
-        LOG.info("batch %d projected in %.1f s", batch_id, time.monotonic() - started)
-
-    def _merge(self, spark: SparkSession, source: DataFrame, name: str) -> None:
-        sink.merge_newer(spark, source, self.config.path(name), KEY_COLUMNS, TRAILER)
-
-
-def _summary(decoded: DataFrame, pending: DataFrame, rows: DataFrame, won: DataFrame,
-             new_state: DataFrame) -> dict[str, int]:
-    """Row counts that decide which writes a batch makes, in one small job."""
-    parts = [
-        decoded.agg(F.count("*").alias("records"),
-                    F.count_if(F.col("reason").isNotNull()).alias("quarantine")),
-        pending.agg(F.count("*").alias("pending_before")),
-        rows.agg(F.count_if(~F.col("applied")).alias("pending_changes")),
-        won.agg(*[F.count_if(table_filter(name)).alias(name) for name in CURRENT_TABLES]),
-        new_state.agg(F.count("*").alias("catalog_state")),
-        out_of_order(rows).agg(F.count("*").alias("out_of_order")),
-    ]
-    joined = parts[0]
-    for part in parts[1:]:
-        joined = joined.crossJoin(part)
-    row = joined.first()
-    assert row is not None
-    return {key: int(value) for key, value in row.asDict().items()}
-
-
-def _divergence(offending: DataFrame, batch_id: int) -> EpochOutOfOrder:
-    """The first change the batch would apply out of order, as the fold's divergence."""
-    first = offending.orderBy("catalog", "resource_version", "key").first()
-    assert first is not None
-    earlier = ("an earlier change writing it is still pending" if first["earlier_pending"]
-               else f"an earlier change writing it has epoch {first['earlier_schema_epoch']}")
-    return EpochOutOfOrder(
-        first["resource_version"],
-        f"catalog `{first['catalog']}`: applying it at epoch {first['schema_epoch']} writes key "
-        f"`{first['key']}` while {earlier}; the projection stopped before writing batch "
-        f"{batch_id}: the log breaks the publication order, rebuild it from a trusted one")
+        folded.unpersist()
+        LOG.info("batch %d appended in %.1f s (%s)", batch_id, time.monotonic() - started,
+                 counts)
 
 
 def _run_all(spark: SparkSession, writes: dict[str, Callable[[], None]], threads: int) -> None:
-    """Run independent table writes, from `threads` driver threads at once.
+    """Run independent table appends, from `threads` driver threads at once.
 
-    Each write commits to its own table with the batch's transaction
+    Each append commits to its own table with the batch's transaction
     identifiers (session confs, set before the threads start), so a retried
-    batch skips exactly the writes that committed, in any order.
+    batch skips exactly the appends that committed, in any order.
     """
     if threads <= 1 or len(writes) <= 1:
         for write in writes.values():
@@ -292,7 +170,10 @@ def _run_all(spark: SparkSession, writes: dict[str, Callable[[], None]], threads
 
 
 def kafka_source(spark: SparkSession, config: ProjectionConfig) -> DataFrame:
-    """The events topic as a stream: committed records only, from the start, no data loss."""
+    """The events topic as a stream: committed records only, from the start, no data loss.
+
+    Every Kafka option of the projection is set here, in one place.
+    """
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", config.bootstrap)
               .option("subscribe", config.topic)
@@ -304,23 +185,51 @@ def kafka_source(spark: SparkSession, config: ProjectionConfig) -> DataFrame:
     return reader.load()
 
 
+def events_stream(spark: SparkSession, config: ProjectionConfig) -> tuple[DataFrame, DataFrame]:
+    """The events topic as two streaming DataFrames: decoded events and undecodable records.
+
+    For a job that wants the raw log rather than the fold's change feed
+    (`changes`). No sequencing, no gating: duplicates, events behind a gap
+    and unpublished changes come as they are in the topic.
+
+    Args:
+        spark: A session with the Kafka source and Avro (`metalog.spark_session`).
+        config: Where to read (`bootstrap`, `topic`, `max_offsets_per_trigger`).
+
+    Returns:
+        `streaming.decode.split` of the source: (events, quarantine).
+    """
+    return split(kafka_source(spark, config))
+
+
+def folded(raw: DataFrame) -> DataFrame:
+    """The fold over a stream of Kafka rows: `streaming.fold.FOLD_OUTPUT` rows.
+
+    Only the envelope is decoded before the shuffle by catalog; records that
+    do not decode go to one group of their own (`QUARANTINE`).
+    """
+    events = envelope(raw).withColumn("fold_group", F.coalesce("catalog", F.lit(QUARANTINE)))
+    return events.groupBy("fold_group").transformWithState(
+        CatalogFold(), FOLD_OUTPUT, "Append", "None")
+
+
 def start_projection(spark: SparkSession, config: ProjectionConfig) -> StreamingQuery:
     """Create the tables if needed and start the query.
 
     Args:
-        spark: A session with the Kafka source, Delta and Avro (`streaming.runtime`).
+        spark: A session with the Kafka source, Delta and Avro (`metalog.spark_session`).
         config: Where to read and write.
 
     Returns:
         The running query; with `config.once` it stops by itself when caught up.
     """
-    for key, value in DELTA_CONF.items():
+    for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
     ensure_tables(spark, config)
-    writer = (kafka_source(spark, config).writeStream
+    writer = (folded(kafka_source(spark, config)).writeStream
               .queryName(f"metalog-projection-{config.topic}")
               .option("checkpointLocation", config.checkpoint)
-              .foreachBatch(BatchProjector(config)))
+              .foreachBatch(BatchWriter(config)))
     if config.once:
         writer = writer.trigger(availableNow=True)
     else:

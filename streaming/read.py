@@ -1,25 +1,32 @@
-"""Read the projection's Delta tables without a JVM (the `deltalake` package).
+"""Read the projection's Delta tables without a JVM (`deltalake` + DuckDB over Arrow).
 
-    >>> from streaming.read import read_table, read_rows
-    >>> read_table("/data/metalog/tables", "table_info")   # a pyarrow.Table
-    >>> read_rows("/data/metalog/tables", "region_label")  # a list of dicts
+    >>> from streaming.read import read_current, read_table, read_rows
+    >>> read_current("/data/metalog/tables", "table_info")   # current state, a pyarrow.Table
+    >>> read_rows("/data/metalog/tables", "metadata_log")    # one table as stored, as dicts
 
-Every read is one consistent Delta version of one table; tables are written
-one after another within a micro-batch, so two tables read back to back can be
-one batch apart.
+`read_current` is the documented read path of current state: the compacted
+per-kind table merged with the newer tail of `changes`, exactly as
+`streaming.current.current` does it in Spark (see there). `read_table` reads
+one table as stored; a per-kind table read that way lags by the compaction
+period.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder
 
-from streaming.tables import CURRENT_TABLES, LOG_TABLES, STATE_TABLES
-
-TABLES: tuple[str, ...] = (*CURRENT_TABLES, *STATE_TABLES, *LOG_TABLES)
-"""Every table the projection writes."""
+from streaming.layout import (
+    CHANGES,
+    COMPACTION,
+    KIND_TABLES,
+    KINDS,
+    TABLES,
+    key_columns,
+)
 
 
 def table_uri(root: str, name: str) -> str:
@@ -33,26 +40,99 @@ def table_uri(root: str, name: str) -> str:
     return f"{root.rstrip('/')}/{name}"
 
 
+def _query(table: DeltaTable, sql: str) -> pa.Table:
+    # delta-rs' own scan, not `to_pyarrow_table()`: that one reads through pyarrow's
+    # dataset threads and a Python filesystem handler, and the process then aborted at
+    # exit 7 times in 8 ("terminate called without an active exception",
+    # delta-io/delta-rs#2184). The scan gives view types: callers cast back.
+    return pa.table(QueryBuilder().register("t", table).execute(sql))
+
+
 def read_table(root: str, name: str, version: int | None = None) -> pa.Table:
-    """One table as Arrow.
+    """One table as stored, as Arrow.
 
     Args:
         root: The tables root (`metalog project --delta-dir`).
-        name: The table's name, e.g. `table_info`.
+        name: The table's name, e.g. `metadata_log`.
         version: A Delta version to time-travel to; the latest if None.
 
     Returns:
         Every row of that version.
     """
     table = DeltaTable(table_uri(root, name), version=version)
-    # delta-rs' own scan, not `to_pyarrow_table()`: that one reads through pyarrow's
-    # dataset threads and a Python filesystem handler, and the process then aborted at
-    # exit 7 times in 8 ("terminate called without an active exception",
-    # delta-io/delta-rs#2184). The scan gives view types; cast back to the table's schema.
-    rows = pa.table(QueryBuilder().register("t", table).execute("SELECT * FROM t"))
-    return rows.cast(pa.schema(table.schema().to_arrow()))
+    return _query(table, "SELECT * FROM t").cast(pa.schema(table.schema().to_arrow()))
 
 
 def read_rows(root: str, name: str) -> list[dict[str, Any]]:
     """One table's latest rows as Python dicts (maps become lists of pairs)."""
     return read_table(root, name).to_pylist()
+
+
+def read_current(root: str, kind: str) -> pa.Table:
+    """The current state of one per-kind table: its latest visible row per key.
+
+    Args:
+        root: The tables root (`metalog project --delta-dir`).
+        kind: A per-kind table: `table_info`, `table_name`, `table_route`,
+            `datanode_table`, `label_rule`, `region_label`, `dropped_tables`
+            or `catalog_state`.
+
+    Returns:
+        The rows, with the per-kind table's columns (those of `read_table`).
+
+    Raises:
+        ValueError: `kind` is not a per-kind table.
+    """
+    if kind not in KIND_TABLES:
+        raise ValueError(f"`{kind}` is not a per-kind table: use one of "
+                         f"{', '.join(KIND_TABLES)}")
+    # The compaction record first, the compacted table next, `changes` last:
+    # every read sees at least what the one before it promised.
+    marks = _query(DeltaTable(table_uri(root, COMPACTION)), "SELECT max(batch_id) AS b FROM t")
+    after = marks.column("b")[0].as_py()
+    after = -1 if after is None else int(after)
+    compacted_table = DeltaTable(table_uri(root, kind))
+    schema = pa.schema(compacted_table.schema().to_arrow())
+    compacted = _query(compacted_table, "SELECT * FROM t")
+    keys = key_columns(kind)
+    tail = _query(DeltaTable(table_uri(root, CHANGES)), (
+        f"SELECT {', '.join(keys)}, op, pos, schema_epoch, resource_version, {kind} AS s "
+        f"FROM t WHERE kind = '{KINDS[kind]}' AND batch_id > {after}"))
+    return _merge(compacted, tail, kind, list(schema.names)).cast(schema)
+
+
+def _merge(compacted: pa.Table, tail: pa.Table, kind: str, columns: list[str]) -> pa.Table:
+    """`streaming.current.merge` in DuckDB over the two Arrow tables.
+
+    Args:
+        compacted: The per-kind table as stored.
+        tail: Its kind's `changes` rows after the last compaction: the key
+            columns, `op`, `pos`, `schema_epoch`, `resource_version` and the
+            table's struct as `s`.
+        kind: The per-kind table.
+        columns: The table's columns, in order.
+    """
+    keys = key_columns(kind)
+    on = " AND ".join(f"c.{k} = l.{k}" for k in keys)
+    trailer = set(keys) | {"schema_epoch", "resource_version"}
+    values = ", ".join(f"struct_extract(s, '{c}') AS \"{c}\"" for c in columns
+                       if c not in trailer)
+    picked = ", ".join(f'l."{c}"' for c in columns)
+    kept = ", ".join(f'c."{c}"' for c in columns)
+    sql = f"""
+        WITH latest AS (
+            SELECT * EXCLUDE (s), {values} FROM tail
+            QUALIFY row_number() OVER (PARTITION BY {', '.join(keys)}
+                                       ORDER BY resource_version DESC, pos DESC) = 1)
+        SELECT {kept} FROM compacted c LEFT JOIN latest l ON {on}
+        WHERE l.resource_version IS NULL OR c.resource_version > l.resource_version
+        UNION ALL
+        SELECT {picked} FROM latest l LEFT JOIN compacted c ON {on}
+        WHERE l.op = 'PUT' AND (c.resource_version IS NULL
+                                OR l.resource_version >= c.resource_version)
+    """
+    with duckdb.connect() as con:
+        con.register("compacted", compacted)
+        con.register("tail", tail)
+        result = con.sql(sql).to_arrow_table()
+    return result

@@ -4,7 +4,8 @@
 --delta-dir DIR` runs the same queries over the projection's current-state
 tables as over a follower's image. Each relation has the columns the image's
 relation has (`projector.query.relations.SCHEMAS`), built from one catalog's
-rows of the tables `streaming.read` reads; `table_route` has one row per region,
+rows of the merged read (`streaming.read.read_current`: the compacted per-kind
+tables and the newer tail of `changes`); `table_route` has one row per region,
 as the image's does. A Delta table is read once per source, the first time a
 relation or lookup needs it.
 """
@@ -20,7 +21,7 @@ from deltalake.exceptions import TableNotFoundError
 from events.values import LabelRuleValue, TableInfoValue
 from projector.query.engine import QueryError
 from projector.query.relations import SCHEMAS, options_text
-from streaming.read import read_table
+from streaming.read import read_current
 
 _TIDB_VIEWS = frozenset({"region_label", "attributes"})
 
@@ -47,7 +48,7 @@ class DeltaSource:
         rows = self._tables.get(table)
         if rows is None:
             try:
-                everything = read_table(self.root, table)
+                everything = read_current(self.root, table)
             except TableNotFoundError:
                 raise QueryError(
                     f"there is no Delta table `{table}` under {self.root}: run `metalog "

@@ -30,7 +30,7 @@ from datetime import datetime
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from streaming.decode import decode, normalize
+from streaming.decode import CHANGE_TYPES, decode, intent_type
 
 TABLES: tuple[str, ...] = ("asof_head", "asof_published", "asof_catalog")
 """The tables `replay_job` writes."""
@@ -63,12 +63,24 @@ def read_events(
            .option("startingOffsets", "earliest")
            .option("endingOffsets", ending_offsets)
            .load())  # fmt: skip
-    decoded = decode(raw)
-    events = normalize(decoded)
-    stamps = decoded.where(F.col("reason").isNull()).select(
-        "partition", "offset", F.col("event.occurred_at").alias("occurred_at")
+    intent, name = "event.intent", intent_type()
+    return decode(raw).where(F.col("reason").isNull()).select(
+        F.col("event.catalog").alias("catalog"),
+        F.col("event.resource_version").alias("resource_version"),
+        F.col("event.leader_epoch").alias("leader_epoch"),
+        F.col("event.schema_epoch").alias("logged_schema_epoch"),
+        name.alias("intent"),
+        name.isin(*CHANGE_TYPES).alias("is_change"),
+        F.col(f"{intent}.member_EpochAssigned.epoch").alias("assign_epoch"),
+        F.col(f"{intent}.member_EpochAssigned.resource_versions").alias(
+            "assign_resource_versions"),
+        F.col(f"{intent}.member_StableEpochAdvanced.epoch").alias("stable_epoch_to"),
+        F.col(f"{intent}.member_PublishModeSet.mode").alias("publish_mode"),
+        F.col("event.mutations").alias("mutations"),
+        F.col("partition"),
+        F.col("offset"),
+        F.col("event.occurred_at").alias("occurred_at"),
     )
-    return events.join(stamps, ["partition", "offset"])
 
 
 def cut(events: DataFrame, point: SparkPoint) -> DataFrame:

@@ -1,10 +1,10 @@
 """The current-state tables: which keys each holds and its typed columns.
 
 Every table is keyed by (`catalog`, `key`) and carries `schema_epoch` and
-`resource_version`: the (schema_epoch, resource_version) of the change that wrote
-the row, which is also the fold's order, so a MERGE updates a row only when
-the source is newer. `op` is kept on the merge source only (PUT writes the
-row, DELETE removes it) and dropped from the tables.
+`resource_version` of the change that wrote the row. By the publication-order
+rule the changes of one key become visible in resource_version order, so the
+newest row of a key is the one with the highest (resource_version, position
+in its event).
 
 `region_label` is derived from `label_rule` with Spark SQL functions,
 formatted exactly as `events.labels.region_label_rows` does.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from events.keys import (
@@ -26,10 +26,9 @@ from events.keys import (
     TABLE_ROUTE,
 )
 from events.labels import HIDDEN_LABEL_KEYS
+from streaming.layout import CURRENT_TABLES, KINDS
 
 VALUE = "value.member_"
-KEY_COLUMNS = ("catalog", "key")
-TRAILER = ("schema_epoch", "resource_version")
 
 
 def _prefix() -> Column:
@@ -64,36 +63,27 @@ def _fields(member: str, names: tuple[str, ...]) -> list[Column]:
     return [F.col(f"{VALUE}{member}.{name}").alias(name) for name in names]
 
 
-def _table_info(m: DataFrame) -> DataFrame:
-    return m.where(table_filter("table_info")).select(
-        *KEY_COLUMNS, "op",
-        *_fields("TableInfoValue", ("table_id", "schema_name", "table_name", "columns",
-                                    "primary_key", "options", "partitions", "version")),
-        F.col(f"{VALUE}TableInfoValue.catalog").alias("info_catalog"), *TRAILER)
+def _table_info() -> list[Column]:
+    return [*_fields("TableInfoValue", ("table_id", "schema_name", "table_name", "columns",
+                                        "primary_key", "options", "partitions", "version")),
+            F.col(f"{VALUE}TableInfoValue.catalog").alias("info_catalog")]
 
 
-def _table_name(m: DataFrame) -> DataFrame:
-    return m.where(table_filter("table_name")).select(
-        *KEY_COLUMNS, "op", _part(3).alias("schema_name"), _part(4).alias("table_name"),
-        *_fields("TableNameValue", ("table_id",)), *TRAILER)
+def _table_name() -> list[Column]:
+    return [_part(3).alias("schema_name"), _part(4).alias("table_name"),
+            *_fields("TableNameValue", ("table_id",))]
 
 
-def _table_route(m: DataFrame) -> DataFrame:
-    return m.where(table_filter("table_route")).select(
-        *KEY_COLUMNS, "op", *_fields("TableRouteValue", ("table_id", "region_routes")), *TRAILER)
+def _table_route() -> list[Column]:
+    return _fields("TableRouteValue", ("table_id", "region_routes"))
 
 
-def _datanode_table(m: DataFrame) -> DataFrame:
-    return m.where(table_filter("datanode_table")).select(
-        *KEY_COLUMNS, "op",
-        *_fields("DatanodeTableValue", ("datanode_id", "table_id", "regions", "version")),
-        *TRAILER)
+def _datanode_table() -> list[Column]:
+    return _fields("DatanodeTableValue", ("datanode_id", "table_id", "regions", "version"))
 
 
-def _label_rule(m: DataFrame) -> DataFrame:
-    return m.where(table_filter("label_rule")).select(
-        *KEY_COLUMNS, "op",
-        *_fields("LabelRuleValue", ("rule_id", "rule_type", "labels", "ranges")), *TRAILER)
+def _label_rule() -> list[Column]:
+    return _fields("LabelRuleValue", ("rule_id", "rule_type", "labels", "ranges"))
 
 
 def region_label_columns(labels: Column, ranges: Column) -> tuple[Column, Column]:
@@ -115,27 +105,27 @@ def region_label_columns(labels: Column, ranges: Column) -> tuple[Column, Column
     return region_label, ranges_text
 
 
-def _region_label(m: DataFrame) -> DataFrame:
-    rules = _label_rule(m)
-    region_label, ranges = region_label_columns(F.col("labels"), F.col("ranges"))
-    return rules.select(*KEY_COLUMNS, "op", "rule_id", "rule_type",
-                        region_label.alias("region_label"), ranges.alias("ranges"), *TRAILER)
+def _region_label() -> list[Column]:
+    region_label, ranges = region_label_columns(F.col(f"{VALUE}LabelRuleValue.labels"),
+                                                F.col(f"{VALUE}LabelRuleValue.ranges"))
+    return [F.col(f"{VALUE}LabelRuleValue.rule_id").alias("rule_id"),
+            F.col(f"{VALUE}LabelRuleValue.rule_type").alias("rule_type"),
+            region_label.alias("region_label"), ranges.alias("ranges")]
 
 
-def _dropped_tables(m: DataFrame) -> DataFrame:
+def _dropped_tables() -> list[Column]:
     body = F.substring_index(F.expr(f"substring(key, {len(REMOVED) + 1})"), "/", 1)
-    return m.where(table_filter("dropped_tables")).select(
-        *KEY_COLUMNS, "op",
+    return [
         F.when(body == TABLE_INFO, F.lit("table_info")).otherwise(F.lit("table_route")).alias(
             "kind"),
         F.coalesce(f"{VALUE}TableInfoValue.table_id", f"{VALUE}TableRouteValue.table_id",
                    F.element_at(F.split("key", "/"), 2).cast("long")).alias("table_id"),
         F.col(f"{VALUE}TableInfoValue").alias("table_info"),
         F.col(f"{VALUE}TableRouteValue").alias("table_route"),
-        *TRAILER)
+    ]
 
 
-CURRENT_TABLES: dict[str, Callable[[DataFrame], DataFrame]] = {
+VALUE_COLUMNS: dict[str, Callable[[], list[Column]]] = {
     "table_info": _table_info,
     "table_name": _table_name,
     "table_route": _table_route,
@@ -144,10 +134,18 @@ CURRENT_TABLES: dict[str, Callable[[DataFrame], DataFrame]] = {
     "region_label": _region_label,
     "dropped_tables": _dropped_tables,
 }
-"""Table name → the merge source (with `op`) built from the winning mutations."""
+"""Per-kind table → its value columns, computed from a mutation row (`key`, `value`).
 
-LOG_TABLES = ("metadata_log", "quarantine")
-"""Append-only tables."""
+A table's rows are `catalog`, `key`, these columns, `schema_epoch`, `resource_version`.
+"""
 
-STATE_TABLES = ("catalog_state", "pending_changes")
-"""The fold's state between batches (`catalog_state` is also a current-state table)."""
+
+def kind_of() -> Column:
+    """The `kind` of a mutation row by its key (null for a key no table shows)."""
+    kind = F.lit(None).cast("string")
+    for name in reversed(CURRENT_TABLES):
+        if KINDS[name] == name:
+            kind = F.when(table_filter(name), F.lit(name)).otherwise(kind)
+    return kind
+
+

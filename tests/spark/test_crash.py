@@ -53,8 +53,13 @@ def test_a_driver_killed_mid_batch_restarts_from_its_checkpoint(
         os.killpg(driver.pid, signal.SIGKILL)  # the driver and its JVM, mid-batch
         driver.wait()
 
+    # The restart takes everything left in one batch: another batch size, the same state.
     run_once(spark, ProjectionConfig(made.bootstrap, made.events, str(delta_dir), str(checkpoint)))
 
     assert_projection_equals(str(delta_dir), [c.image for c in work.catalogs.values()])
     offsets = [(r["partition"], r["offset"]) for r in read_rows(str(delta_dir), "metadata_log")]
     assert len(offsets) == len(set(offsets)) == len(records)
+    changes = [(r["catalog"], r["key"], r["resource_version"], r["pos"])
+               for r in read_rows(str(delta_dir), "changes") if r["kind"] != "catalog_state"]
+    mutations = sum(len(e.mutations) for e in work.events())
+    assert len(changes) == len(set(changes)) == mutations

@@ -12,10 +12,11 @@ from bench.workload import Workload, encoded, produce
 from events.schema_store import MAGIC
 from projector.fold.apply import replay
 from projector.fold.image import Image
+from streaming.compact import compact
 from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_rows
 from tests.fixtures.kafka import TopicSet
-from tests.spark.expect import assert_projection_equals, delta_values
+from tests.spark.expect import assert_projection_equals, current_rows, delta_values
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -72,13 +73,19 @@ def test_random_workload_equals_the_python_fold_across_restarts(
     produce(made.bootstrap, made.events, more, PARTITIONS, transactional_id="t-commit")
     run_once(spark, config)
 
-    assert_projection_equals(config.delta_dir, [c.image for c in work.catalogs.values()])
+    images = [c.image for c in work.catalogs.values()]
+    assert_projection_equals(config.delta_dir, images)
     offsets = _offsets(config.delta_dir)
     assert len(offsets) == len(set(offsets)) == len(records) + len(more)
 
+    compacted = compact(spark, config.delta_dir)
+    assert compacted is not None and compacted.tables
+    assert_projection_equals(config.delta_dir, images, read_rows)  # the tables as stored
+    assert_projection_equals(config.delta_dir, images)  # the merged read, with no tail
+
 
 def _projected_rv(root: str, catalog: str) -> int:
-    rows = [r for r in read_rows(root, "catalog_state") if r["catalog"] == catalog]
+    rows = [r for r in current_rows(root, "catalog_state") if r["catalog"] == catalog]
     return int(rows[0]["resource_version"]) if rows else 0
 
 
@@ -107,6 +114,8 @@ def test_pending_changes_wait_for_publication_and_gaps_hold_the_rest(
     hidden = {("explicit", key) for key, _ in explicit.image.head.items()} - {
         ("explicit", key) for key, _ in explicit.image.published.items()}
     assert hidden and not hidden & delta_values(config.delta_dir).keys()
+    compact(spark, config.delta_dir)  # the next read merges these tables with a tail
+    assert not hidden & delta_values(config.delta_dir, read_rows).keys()
 
     work.publish_all("explicit")
     produce(made.bootstrap, made.events,
@@ -114,5 +123,7 @@ def test_pending_changes_wait_for_publication_and_gaps_hold_the_rest(
     run_once(spark, config)
 
     assert not explicit.image.pending
-    assert_projection_equals(config.delta_dir, [explicit.image, work.catalogs["gapped"].image])
-    assert read_rows(config.delta_dir, "pending_changes") == []
+    images = [explicit.image, work.catalogs["gapped"].image]
+    assert_projection_equals(config.delta_dir, images)
+    compact(spark, config.delta_dir)
+    assert_projection_equals(config.delta_dir, images, read_rows)

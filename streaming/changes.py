@@ -1,0 +1,125 @@
+"""The rows a folded micro-batch appends: `changes`, `metadata_log`, `quarantine`.
+
+`changes` is the published change feed, one row per released mutation and
+one per catalog whose position moved:
+
+- `catalog`, `key`: the key written (`""` on a `catalog_state` row);
+- `kind`: the per-kind table of the key (`table_info`, …, `catalog_state`);
+  null for a key no table shows;
+- `op`: `PUT` or `DELETE`;
+- `schema_epoch`, `resource_version`, `pos`: the change's publication epoch,
+  its place in the log, the mutation's place in the change;
+- `batch_id`: the micro-batch that appended it (ascending with the Delta version);
+- one struct per per-kind table, named like it: the row that table shows for
+  this key (null on a DELETE).
+
+Rows of one catalog are appended in the order they become visible, and a
+key's changes become visible in resource_version order (the publication-order
+rule), so the newest row of a key is its highest (resource_version, pos).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+from streaming.decode import decode
+from streaming.fold import FOLD_OUTPUT
+from streaming.layout import (
+    CHANGES,
+    COMPACTION,
+    CURRENT_TABLES,
+    KEY_COLUMNS,
+    STATE_COLUMNS,
+    STATE_TABLE,
+    TRAILER,
+)
+from streaming.tables import VALUE_COLUMNS, kind_of, table_filter
+
+ROW_COLUMNS = ("catalog", "key", "kind", "op", "schema_epoch", "resource_version", "pos",
+               "batch_id")
+"""`changes`' columns before the per-kind structs."""
+
+COMPACTION_SCHEMA = StructType([
+    StructField("batch_id", LongType()), StructField("changes_version", LongType()),
+    StructField("compacted_at", TimestampType())])
+"""`compaction`: one row per compaction, the last `changes` batch and version it folded in."""
+
+
+def _state_struct() -> F.Column:
+    return F.struct(*[F.col(name) for name in STATE_COLUMNS])
+
+
+def change_rows(folded: DataFrame, batch_id: int) -> DataFrame:
+    """`changes` rows of a folded batch: its released changes decoded, its moved catalogs.
+
+    Args:
+        folded: `streaming.fold.FOLD_OUTPUT` rows of one micro-batch.
+        batch_id: The micro-batch id.
+    """
+    released = decode(folded.where(F.col("row_type") == "change").select(
+        "catalog", "resource_version", "schema_epoch", "value"))
+    mutations = released.select(
+        "catalog", "schema_epoch", "resource_version",
+        F.posexplode("event.mutations").alias("pos", "m")).select(
+        "catalog", F.col("m.key").alias("key"), F.col("m.op").alias("op"),
+        F.col("m.value").alias("value"), "schema_epoch", "resource_version",
+        F.col("pos").cast("long").alias("pos"))
+    put = F.col("op") == "PUT"
+    structs = [F.when(put & table_filter(name), F.struct(*VALUE_COLUMNS[name]())).alias(name)
+               for name in CURRENT_TABLES]
+    state_type = StructType([StructField(n, LongType() if n != "publish_mode" else StringType())
+                             for n in STATE_COLUMNS])
+    changes = mutations.select(
+        "catalog", "key", kind_of().alias("kind"), "op", "schema_epoch", "resource_version",
+        "pos", F.lit(batch_id).cast("long").alias("batch_id"), *structs,
+        F.lit(None).cast(state_type).alias(STATE_TABLE))
+    states = folded.where(F.col("row_type") == "state").select(
+        "catalog", F.lit("").alias("key"), F.lit(STATE_TABLE).alias("kind"),
+        F.lit("PUT").alias("op"), F.col("stable_epoch").alias("schema_epoch"),
+        "resource_version", F.lit(0).cast("long").alias("pos"),
+        F.lit(batch_id).cast("long").alias("batch_id"),
+        *[F.lit(None).cast(changes.schema[name].dataType).alias(name)
+          for name in CURRENT_TABLES],
+        _state_struct().alias(STATE_TABLE))
+    return changes.unionByName(states)
+
+
+def log_rows(folded: DataFrame) -> DataFrame:
+    """Rows of `metadata_log`: every decoded record with its position and raw bytes."""
+    return folded.where(F.col("row_type") == "log").select(
+        "catalog", "resource_version", "intent", "event_id", "leader_epoch", "schema_epoch",
+        "occurred_at", "topic", "partition", "offset", "kafka_timestamp", "value")
+
+
+def quarantine_rows(folded: DataFrame) -> DataFrame:
+    """Rows of `quarantine`: the records that did not decode or came from a stale leader."""
+    return folded.where(F.col("row_type") == "quarantine").select(
+        "topic", "partition", "offset", "kafka_timestamp", F.col("record_key").alias("key"),
+        "value", "reason")
+
+
+def kind_schema(changes: StructType, table: str) -> StructType:
+    """The schema of one per-kind table, from `changes`' schema."""
+    if table == STATE_TABLE:
+        return StructType([changes["catalog"], changes["resource_version"],
+                           *changes[STATE_TABLE].dataType.fields])  # type: ignore[attr-defined]
+    value = changes[table].dataType.fields  # type: ignore[attr-defined]
+    return StructType([*[changes[c] for c in KEY_COLUMNS], *value,
+                       *[changes[c] for c in TRAILER]])
+
+
+def table_schemas(spark: SparkSession) -> dict[str, StructType]:
+    """Every table's schema, derived from the fold's output type (no rows read)."""
+    folded = spark.createDataFrame([], FOLD_OUTPUT)
+    changes = change_rows(folded, 0).schema
+    schemas: dict[str, StructType] = {
+        CHANGES: changes,
+        "metadata_log": log_rows(folded).schema,
+        "quarantine": quarantine_rows(folded).schema,
+        COMPACTION: COMPACTION_SCHEMA,
+    }
+    for table in (*CURRENT_TABLES, STATE_TABLE):
+        schemas[table] = kind_schema(changes, table)
+    return schemas
