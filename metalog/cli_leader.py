@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import signal
+from pathlib import Path
 from typing import Any
 
 from events.topics import Topics
@@ -23,7 +24,12 @@ def _leader(args: argparse.Namespace) -> int:
         topics=Topics(args.prefix or config.topic_prefix),
         leader_id=args.leader_id,
         group_id=args.group,
-        options=LeaderOptions(batch_size=args.batch_size),
+        options=LeaderOptions(
+            batch_size=args.batch_size,
+            session_timeout_ms=args.session_timeout_ms,
+            snapshot_dir=None if args.snapshot_dir is None else Path(args.snapshot_dir),
+            snapshot_every=args.snapshot_every,
+        ),
     )
     signal.signal(signal.SIGTERM, lambda *_: leader.stop())
     # What is loaded by now (modules, schemas, codecs) lives as long as the process:
@@ -34,6 +40,17 @@ def _leader(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         leader.stop()
     return 0
+
+
+def session_timeout(text: str) -> int:
+    """An argparse type: a session timeout in ms the broker accepts (6000 to 300000 by default)."""
+    value = positive_int(text)
+    if not 6_000 <= value <= 300_000:
+        raise argparse.ArgumentTypeError(
+            f"{value} ms is outside the broker's default range 6000..300000 "
+            "(group.min/max.session.timeout.ms)"
+        )
+    return value
 
 
 def add_parser(subparsers: Any) -> None:
@@ -47,5 +64,13 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--leader-id", help="name stamped on LeaderElected (default host-pid)")
     parser.add_argument("--batch-size", type=positive_int, default=200,
                         help="commands per transaction (1 or more)")  # fmt: skip
+    parser.add_argument("--snapshot-dir",
+                        help="start owned partitions from the snapshots here and write them "
+                             "(shared storage when leaders run on several machines)")  # fmt: skip
+    parser.add_argument("--snapshot-every", type=positive_int, default=100_000,
+                        help="committed events of a partition between its snapshots")  # fmt: skip
+    parser.add_argument("--session-timeout-ms", type=session_timeout, default=10_000,
+                        help="a leader that stops heartbeating is replaced after this long "
+                             "(6000 or more: the broker's minimum)")  # fmt: skip
     add_json_flag(parser, "its status lines as JSON lines on stdout (docs/cli.md)")
     parser.set_defaults(func=_leader)

@@ -26,11 +26,13 @@ class PartitionLog:
     `unreadable` holds the records that are not events (garbage, truncated, an
     unknown schema), for the DLQ: they take no resource_version, so the next
     event of their catalog must still follow its predecessor densely.
+    `end` is the offset the read stopped at: every committed event before it was read.
     """
 
     events: list[Event] = field(default_factory=list)
     commands_offset: int | None = None
     unreadable: list[DeadLetter] = field(default_factory=list)
+    end: int = 0
 
 
 def read_events(bootstrap: str, topic: str, partition: int) -> list[Event]:
@@ -38,11 +40,12 @@ def read_events(bootstrap: str, topic: str, partition: int) -> list[Event]:
     return read_partition(bootstrap, topic, partition).events
 
 
-def read_partition(bootstrap: str, topic: str, partition: int) -> PartitionLog:
-    """Every committed event of one events partition and the commands position it records.
+def read_partition(bootstrap: str, topic: str, partition: int, start: int = 0) -> PartitionLog:
+    """Every committed event of one events partition from `start` and the commands position.
 
     A record that does not decode is not an event: it is kept in `unreadable`
-    (with the reason) and skipped, as a follower skips it.
+    (with the reason) and skipped, as a follower skips it. A `start` beyond the
+    partition's end reads nothing (`end` tells where the partition ends).
     """
     consumer = Consumer(
         {
@@ -56,9 +59,10 @@ def read_partition(bootstrap: str, topic: str, partition: int) -> PartitionLog:
     read = PartitionLog()
     try:
         low, high = watermarks(consumer, TopicPartition(topic, partition))
-        if high <= low:
+        read.end = high
+        if high <= max(low, start):
             return read
-        consumer.assign([TopicPartition(topic, partition, low)])
+        consumer.assign([TopicPartition(topic, partition, max(low, start))])
         while True:
             message = consumer.poll(1.0)
             if message is None:
@@ -66,6 +70,8 @@ def read_partition(bootstrap: str, topic: str, partition: int) -> PartitionLog:
             error = message.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
+                    eof = message.offset()  # read_committed: the last stable offset
+                    read.end = read.end if eof is None else eof
                     return read
                 raise KafkaException(error)
             raw = message.value() or b""
