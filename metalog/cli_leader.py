@@ -24,6 +24,7 @@ def _leader(args: argparse.Namespace) -> int:
         topics=Topics(args.prefix or config.topic_prefix),
         leader_id=args.leader_id,
         group_id=args.group,
+        instance_id=args.instance_id,
         options=LeaderOptions(
             batch_size=args.batch_size,
             session_timeout_ms=args.session_timeout_ms,
@@ -62,6 +63,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--prefix", help="topic prefix (default: METALOG_TOPIC_PREFIX or metalog)")
     parser.add_argument("--group", help="the leaders' consumer group (default {prefix}-leaders)")
     parser.add_argument("--leader-id", help="name stamped on LeaderElected (default host-pid)")
+    parser.add_argument("--instance-id",
+                        help="static group membership: unique per process, the same across its "
+                             "restarts, so a restart moves no catalog")  # fmt: skip
     parser.add_argument("--batch-size", type=positive_int, default=200,
                         help="commands per transaction (1 or more)")  # fmt: skip
     parser.add_argument("--snapshot-dir",
