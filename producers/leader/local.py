@@ -121,6 +121,15 @@ class LocalCatalog:
             if isinstance(outcome, CommandRejected) or outcome[0] > at:
                 del self._outcomes[command_id]
 
+    def recall(self, command_id: str, outcome: _Outcome) -> None:
+        """Remember the committed outcome of an event the image already holds (dedupe only).
+
+        Args:
+            command_id: The event's command id.
+            outcome: (resource_version, ((table_id, version), …), schema_epoch).
+        """
+        self._remember(command_id, outcome)
+
     def elect(self, leader_id: str) -> Event:
         """Write `LeaderElected` for this leader and return it."""
         sealed = elect_record(self._image, leader_id, self._stamps())

@@ -4,17 +4,29 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from events.codec import decode_event
+from events.codec import decode_event, decode_event_dict
 from events.errors import DecodeError
 from events.event import Event
 from events.topics import COMMANDS_OFFSET_HEADER
 from projector.kafka.clients import DeadLetter, watermarks
 
 log = logging.getLogger(__name__)
+
+
+class Covered(NamedTuple):
+    """What dedupe keeps of an event already in an image: its command's outcome."""
+
+    catalog: str
+    command_id: str
+    resource_version: int
+    tables: tuple[tuple[int, int], ...]
+    schema_epoch: int
 
 
 @dataclass(slots=True)
@@ -27,9 +39,12 @@ class PartitionLog:
     unknown schema), for the DLQ: they take no resource_version, so the next
     event of their catalog must still follow its predecessor densely.
     `end` is the offset the read stopped at: every committed event before it was read.
+    `covered` holds the command outcomes of the events an image already holds
+    (`read_partition`'s `covered`), in log order.
     """
 
     events: list[Event] = field(default_factory=list)
+    covered: list[Covered] = field(default_factory=list)
     commands_offset: int | None = None
     unreadable: list[DeadLetter] = field(default_factory=list)
     end: int = 0
@@ -40,13 +55,20 @@ def read_events(bootstrap: str, topic: str, partition: int) -> list[Event]:
     return read_partition(bootstrap, topic, partition).events
 
 
-def read_partition(bootstrap: str, topic: str, partition: int, start: int = 0) -> PartitionLog:
+def read_partition(
+    bootstrap: str, topic: str, partition: int, start: int = 0,
+    covered: Mapping[str, int] | None = None,
+) -> PartitionLog:  # fmt: skip
     """Every committed event of one events partition from `start` and the commands position.
 
     A record that does not decode is not an event: it is kept in `unreadable`
     (with the reason) and skipped, as a follower skips it. A `start` beyond the
     partition's end reads nothing (`end` tells where the partition ends).
+    An event of a catalog at or below its resource_version in `covered` (an
+    image holds it already) is only decoded, not validated, and only its
+    command's outcome is kept: validation is two thirds of decoding.
     """
+    covered = covered or {}
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -76,7 +98,7 @@ def read_partition(bootstrap: str, topic: str, partition: int, start: int = 0) -
                 raise KafkaException(error)
             raw = message.value() or b""
             try:
-                read.events.append(decode_event(raw))
+                _decode(raw, covered, read)
             except DecodeError as exc:
                 offset = message.offset() or 0
                 log.warning("%s/%d offset %d is not an event: %s", topic, partition, offset,
@@ -88,6 +110,22 @@ def read_partition(bootstrap: str, topic: str, partition: int, start: int = 0) -
                 read.commands_offset = max(position, read.commands_offset or 0)
     finally:
         consumer.close()
+
+
+def _decode(raw: bytes, covered: Mapping[str, int], read: PartitionLog) -> None:
+    """Decode one record into `read.events`, or `read.covered` when an image holds it."""
+    if not covered:
+        read.events.append(decode_event(raw))
+        return
+    shaped = decode_event_dict(raw)
+    held = covered.get(shaped["catalog"])
+    if held is None or shaped["resource_version"] > held:
+        read.events.append(decode_event(raw))
+    elif shaped["command_id"] is not None:
+        tables = tuple((t["table_id"], t["version"]) for t in shaped["tables"])
+        read.covered.append(Covered(shaped["catalog"], shaped["command_id"],
+                                    shaped["resource_version"], tables,
+                                    shaped["schema_epoch"]))  # fmt: skip
 
 
 def _commands_offset(message: Message) -> int | None:

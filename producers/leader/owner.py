@@ -183,7 +183,8 @@ class PartitionOwner:
         """
         events = self.topics.events
         self.rebuilt_from = max(0, start.next_offset - lookback)
-        read = read_partition(self.bootstrap, events, self.partition, self.rebuilt_from)
+        held = {name: image.resource_version for name, image in start.images.items()}
+        read = read_partition(self.bootstrap, events, self.partition, self.rebuilt_from, held)
         if start.next_offset > read.end:
             log.warning("partition %d: the snapshots start at offset %d, after the log's "
                         "end %d: replaying the log", self.partition, start.next_offset,
@@ -194,6 +195,8 @@ class PartitionOwner:
         for name, image in start.images.items():
             kept[name].reset(image)
         self.catalogs = kept
+        for seen in read.covered:  # before their catalog's later events: log order
+            kept[seen.catalog].recall(seen.command_id, seen[2:])
         for event in read.events:
             catalog = self.catalogs.get(event.catalog)
             if catalog is None:

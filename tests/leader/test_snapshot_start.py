@@ -65,7 +65,8 @@ def test_a_takeover_from_snapshots_equals_a_takeover_by_full_replay(
 
     owner = _take_over(wire, options)
     try:
-        assert owner.rebuilt_from == mark.position.next_offset > 0
+        # From the oldest of the snapshots it loaded (an unchanged catalog keeps an older one).
+        assert 0 < owner.rebuilt_from <= mark.position.next_offset
         from_snapshots = {c: owner.catalogs[c].image for c in CATALOGS}
         assert from_snapshots == _replayed(wire)  # both ends include the new LeaderElected
     finally:
