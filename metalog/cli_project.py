@@ -5,17 +5,49 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
+from pathlib import Path
 from typing import Any
 
 from events.topics import Topics
-from metalog.spark_session import spark_session
+from metalog.cli_json import add_json_flag, print_json
+from metalog.spark_session import session_conf, spark_session
 from metalog.stack_config import StackConfig
 from streaming.projection import ProjectionConfig, run_once, start_projection
 
 DEFAULT_ROOT = ".metalog/projection"
 
 
+def submit_argv(args: argparse.Namespace) -> list[str]:
+    """The `spark-submit` command line that runs this projection on `args.master`.
+
+    Paths become absolute: the driver may start elsewhere. The tables and the
+    checkpoint must be on storage every executor sees.
+    """
+    conf = session_conf(args.master)
+    argv = ["spark-submit", "--master", args.master, "--name", "metalog-projection",
+            "--jars", conf.pop("spark.jars")]  # fmt: skip
+    for key, value in conf.items():
+        argv += ["--conf", f"{key}={value}"]
+    argv += [str(Path(__file__).with_name("cli.py")), "project", "--master", args.master,
+             "--bootstrap", args.bootstrap, "--prefix", args.prefix,
+             "--delta-dir", str(Path(args.delta_dir).absolute()),
+             "--checkpoint", str(Path(args.checkpoint).absolute()),
+             "--trigger-seconds", str(args.trigger_seconds),
+             "--write-threads", str(args.write_threads)]  # fmt: skip
+    if args.max_offsets_per_trigger is not None:
+        argv += ["--max-offsets-per-trigger", str(args.max_offsets_per_trigger)]
+    return [*argv, "--once"] if args.once else argv
+
+
 def _project(args: argparse.Namespace) -> int:
+    if args.print_submit:
+        argv = submit_argv(args)
+        if args.json:
+            print_json({"argv": argv, "command": shlex.join(argv)})
+        else:
+            print(shlex.join(argv))
+        return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     config = ProjectionConfig(
         bootstrap=args.bootstrap,
@@ -55,7 +87,9 @@ def add_parser(subparsers: Any) -> None:
                         help="root directory of the Delta tables, one sub-directory each")
     parser.add_argument("--checkpoint", default=f"{DEFAULT_ROOT}/checkpoint",
                         help="streaming checkpoint directory (owns the query id)")
-    parser.add_argument("--master", default="local[2]", help="Spark master URL")
+    parser.add_argument("--master", default="local[2]",
+                        help="Spark master URL: local[N], or spark://HOST:PORT of a standalone "
+                             "cluster (the tables and checkpoint on storage it sees)")  # fmt: skip
     parser.add_argument("--trigger-seconds", type=float, default=5.0,
                         help="micro-batch interval of a continuous run")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
@@ -65,4 +99,8 @@ def add_parser(subparsers: Any) -> None:
                              "%(default)s)")
     parser.add_argument("--once", action="store_true",
                         help="project everything available now, then exit (availableNow)")
+    parser.add_argument("--print-submit", action="store_true",
+                        help="print the spark-submit line (jars, confs) for your own cluster "
+                             "and exit")  # fmt: skip
+    add_json_flag(parser, "with --print-submit: the line as JSON (argv and command)")
     parser.set_defaults(func=_project)
