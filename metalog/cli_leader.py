@@ -30,8 +30,15 @@ def _leader(args: argparse.Namespace) -> int:
         topics=Topics(args.prefix or config.topic_prefix),
         leader_id=args.leader_id,
         group_id=args.group,
-        options=LeaderOptions(batch_size=args.batch_size, checkpoints=checkpoints),
+        instance_id=args.instance_id,
         security=security(args, "leader"),
+        options=LeaderOptions(
+            batch_size=args.batch_size,
+            session_timeout_ms=args.session_timeout_ms,
+            snapshot_dir=None if args.snapshot_dir is None else Path(args.snapshot_dir),
+            snapshot_every=args.snapshot_every,
+            checkpoints=checkpoints,
+        ),
     )
     signal.signal(signal.SIGTERM, lambda *_: leader.stop())
     # What is loaded by now (modules, schemas, codecs) lives as long as the process:
@@ -44,6 +51,17 @@ def _leader(args: argparse.Namespace) -> int:
     return 0
 
 
+def session_timeout(text: str) -> int:
+    """An argparse type: a session timeout in ms the broker accepts (6000 to 300000 by default)."""
+    value = positive_int(text)
+    if not 6_000 <= value <= 300_000:
+        raise argparse.ArgumentTypeError(
+            f"{value} ms is outside the broker's default range 6000..300000 "
+            "(group.min/max.session.timeout.ms)"
+        )
+    return value
+
+
 def add_parser(subparsers: Any) -> None:
     """Register ``leader``."""
     parser = subparsers.add_parser(
@@ -53,6 +71,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--prefix", help="topic prefix (default: METALOG_TOPIC_PREFIX or metalog)")
     parser.add_argument("--group", help="the leaders' consumer group (default {prefix}-leaders)")
     parser.add_argument("--leader-id", help="name stamped on LeaderElected (default host-pid)")
+    parser.add_argument("--instance-id",
+                        help="static group membership: unique per process, the same across its "
+                             "restarts, so a restart moves no catalog")  # fmt: skip
     parser.add_argument("--batch-size", type=positive_int, default=200,
                         help="commands per transaction (1 or more)")  # fmt: skip
     parser.add_argument("--signing-key", default=None,
@@ -63,5 +84,13 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--checkpoint-seconds", type=positive_float, default=60.0,
                         help="sign when an event has waited this long unsigned (default 60)")
     add_credentials_flag(parser)
+    parser.add_argument("--snapshot-dir",
+                        help="start owned partitions from the snapshots here and write them "
+                             "(shared storage when leaders run on several machines)")  # fmt: skip
+    parser.add_argument("--snapshot-every", type=positive_int, default=100_000,
+                        help="committed events of a partition between its snapshots")  # fmt: skip
+    parser.add_argument("--session-timeout-ms", type=session_timeout, default=10_000,
+                        help="a leader that stops heartbeating is replaced after this long "
+                             "(6000 or more: the broker's minimum)")  # fmt: skip
     add_json_flag(parser, "its status lines as JSON lines on stdout (docs/cli.md)")
     parser.set_defaults(func=_leader)

@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
 from events.topics import Topics
-from metalog.spark_session import spark_session
+from metalog.cli_json import add_json_flag, print_json
+from metalog.spark_session import session_conf, spark_session
 from metalog.stack_config import StackConfig
 from streaming.compact import PROJECTION_POOL, Maintenance, compact
 from streaming.projection import ProjectionConfig, ensure_tables, run_once, start_projection
@@ -25,8 +27,41 @@ DEFAULT_ROOT = ".metalog/projection"
 FAIR_POOLS = Path(__file__).parent / "jvm" / "fairscheduler.xml"
 """The scheduler pools: the projection's micro-batches first, compaction with what is left."""
 
+FAIR_CONF = {"spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(FAIR_POOLS)}
+
+
+def submit_argv(args: argparse.Namespace) -> list[str]:
+    """The `spark-submit` command line that runs this projection on `args.master`.
+
+    Paths become absolute: the driver may start elsewhere. The tables and the
+    checkpoint must be on storage every executor sees.
+    """
+    conf = session_conf(args.master, FAIR_CONF)
+    argv = ["spark-submit", "--master", args.master, "--name", "metalog-projection",
+            "--jars", conf.pop("spark.jars")]  # fmt: skip
+    for key, value in conf.items():
+        argv += ["--conf", f"{key}={value}"]
+    argv += [str(Path(__file__).with_name("cli.py")), "project", "--master", args.master,
+             "--bootstrap", args.bootstrap, "--prefix", args.prefix,
+             "--delta-dir", str(Path(args.delta_dir).absolute()),
+             "--checkpoint", str(Path(args.checkpoint).absolute()),
+             "--trigger-seconds", str(args.trigger_seconds),
+             "--compact-seconds", str(args.compact_seconds),
+             "--maintain-seconds", str(args.maintain_seconds),
+             "--write-threads", str(args.write_threads)]  # fmt: skip
+    if args.max_offsets_per_trigger is not None:
+        argv += ["--max-offsets-per-trigger", str(args.max_offsets_per_trigger)]
+    return [*argv, "--once"] if args.once else argv
+
 
 def _project(args: argparse.Namespace) -> int:
+    if args.print_submit:
+        argv = submit_argv(args)
+        if args.json:
+            print_json({"argv": argv, "command": shlex.join(argv)})
+        else:
+            print(shlex.join(argv))
+        return 0
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     config = ProjectionConfig(
         bootstrap=args.bootstrap,
@@ -40,8 +75,7 @@ def _project(args: argparse.Namespace) -> int:
         compact_seconds=args.compact_seconds,
         maintain_seconds=args.maintain_seconds,
     )
-    spark = spark_session(args.master, "metalog-projection", extra_conf={
-        "spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(FAIR_POOLS)})
+    spark = spark_session(args.master, "metalog-projection", extra_conf=FAIR_CONF)
     try:
         if args.action == "compact":
             ensure_tables(spark, config)
@@ -85,7 +119,9 @@ def add_parser(subparsers: Any) -> None:
                         help="root directory of the Delta tables, one sub-directory each")
     parser.add_argument("--checkpoint", default=f"{DEFAULT_ROOT}/checkpoint",
                         help="streaming checkpoint directory (owns the query id)")
-    parser.add_argument("--master", default="local[2]", help="Spark master URL")
+    parser.add_argument("--master", default="local[2]",
+                        help="Spark master URL: local[N], or spark://HOST:PORT of a standalone "
+                             "cluster (the tables and checkpoint on storage it sees)")  # fmt: skip
     parser.add_argument("--trigger-seconds", type=float, default=ProjectionConfig.trigger_seconds,
                         help="micro-batch interval of a continuous run (default: %(default)s)")
     parser.add_argument("--compact-seconds", type=float,
@@ -103,4 +139,8 @@ def add_parser(subparsers: Any) -> None:
                              "%(default)s)")
     parser.add_argument("--once", action="store_true",
                         help="project everything available now, then exit (availableNow)")
+    parser.add_argument("--print-submit", action="store_true",
+                        help="print the spark-submit line (jars, confs) for your own cluster "
+                             "and exit")  # fmt: skip
+    add_json_flag(parser, "with --print-submit: the line as JSON (argv and command)")
     parser.set_defaults(func=_project)

@@ -5,13 +5,19 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from metalog import stack, stack_secure
+from metalog import stack, stack_cluster, stack_secure
 from metalog.cli_args import positive_int
 from metalog.cli_json import add_json_flag, print_json
+from metalog.errors import StackError
 from metalog.stack_config import StackConfig
 
 
 def _up(args: argparse.Namespace) -> int:
+    if args.brokers > 1:
+        if args.secure:
+            raise StackError("--secure runs one broker: use `metalog up --secure` or "
+                             "`metalog up --brokers 3`, not both")
+        return _up_cluster(StackConfig.from_env(partitions=args.partitions), args)
     config = StackConfig.from_env(partitions=args.partitions, secure=args.secure or None)
     info = stack.up(config)
     if config.secure:
@@ -28,8 +34,23 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
+def _up_cluster(config: StackConfig, args: argparse.Namespace) -> int:
+    info = stack_cluster.up(config, args.brokers)
+    if args.json:
+        print_json(info)
+        return 0
+    started = ", ".join(str(n) for n in info["started"]) or "none (all running)"
+    print(f"metalog: {args.brokers} brokers (started: {started}; state {info['state_dir']})")
+    print(f"bootstrap: {info['bootstrap']}")
+    return 0
+
+
 def _down(args: argparse.Namespace) -> int:
-    stopped = stack.down()
+    config = StackConfig.from_env()
+    if stack_cluster.is_cluster(config):
+        stopped = stack_cluster.down(config, stack_cluster.size(config))
+    else:
+        stopped = stack.down(config)
     if args.json:
         print_json({"stopped": stopped})
         return 0
@@ -38,7 +59,18 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    info: dict[str, Any] = stack.status()
+    config = StackConfig.from_env()
+    if stack_cluster.is_cluster(config):
+        info: dict[str, Any] = stack_cluster.status(config, stack_cluster.size(config))
+        if args.json:
+            print_json(info)
+        else:
+            pids = ", ".join("stopped" if p is None else f"pid {p}" for p in info["pids"])
+            print(f"brokers: {pids}")
+            print(f"bootstrap: {info['bootstrap']}")
+            print(f"state_dir: {info['state_dir']}")
+        return 0
+    info = stack.status()
     if args.json:
         print_json(info)
     else:
@@ -57,6 +89,9 @@ def add_parser(subparsers: Any) -> None:
     up.add_argument("--secure", action="store_true",
                     help="SASL_SSL with SCRAM principals and ACLs (docs/security.md); the "
                          "passwords go to an owner-only credentials file, never the terminal")
+    up.add_argument("--brokers", type=int, choices=(1, 3), default=1,
+                    help="3: a three-node KRaft cluster on loopback, replication factor 3, "
+                         "min.insync.replicas 2 (ports METALOG_PORT..+5)")  # fmt: skip
     add_json_flag(up)
     up.set_defaults(func=_up)
     down = subparsers.add_parser("down", help="stop the local Kafka broker (keeps the data)")

@@ -24,8 +24,9 @@ BASE_CONF: dict[str, str] = {
     "spark.sql.streaming.stopTimeout": "30s",
     "spark.ui.showConsoleProgress": "false",
 }
-# In local mode the driver talks only to itself: bind to loopback, which also
-# avoids the "hostname resolves to a loopback address" warning.
+# In local mode the driver talks only to itself, and a master on loopback has its
+# executors on this machine: bind to loopback, which also avoids the "hostname
+# resolves to a loopback address" warning.
 LOCAL_CONF: dict[str, str] = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
@@ -39,6 +40,26 @@ LOG4J_CONFIG = Path(__file__).parent / "jvm" / "log4j2-spark.properties"
 def log_file() -> Path:
     """Where Spark's own log lines go: `spark.log` in the local stack's state folder."""
     return Path(os.environ.get("METALOG_STATE_DIR") or ".metalog").absolute() / "spark.log"
+
+
+def is_loopback(master: str) -> bool:
+    """Whether the driver's executors run on this machine (`local[…]`, `spark://127.0.0.1:…`)."""
+    return master.startswith(("local", "spark://127.0.0.1:", "spark://localhost:"))
+
+
+def session_conf(master: str, extra_conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every Spark conf a metalog job sets for `master` (also what `--print-submit` prints)."""
+    log = log_file()
+    logging = {
+        # A driver JVM option: read when spark-submit starts the driver, so it
+        # also quiets the lines Spark logs before `setLogLevel` can run.
+        "spark.driver.extraJavaOptions": (
+            f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -Dmetalog.spark.log={log}"
+        ),
+    }
+    local = LOCAL_CONF if is_loopback(master) else {}
+    return {**BASE_CONF, **local, **logging,
+            "spark.jars": ",".join(str(p) for p in spark_jars()), **(extra_conf or {})}  # fmt: skip
 
 
 def spark_session(
@@ -57,23 +78,13 @@ def spark_session(
         The session, with the log level at WARN; Spark's log lines go to
         `log_file()`, and only errors reach the terminal.
     """
-    local = LOCAL_CONF if master.startswith("local") else {}
-    if master.startswith("local"):
+    if is_loopback(master):
         # Local Python workers (the projection's fold runs in them) use this
         # interpreter and its packages, not whatever `python3` is on the PATH.
         # PySpark reads it once, when the context starts.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    log = log_file()
-    log.parent.mkdir(parents=True, exist_ok=True)
-    logging = {
-        # A driver JVM option: read when spark-submit starts the driver, so it
-        # also quiets the lines Spark logs before `setLogLevel` can run.
-        "spark.driver.extraJavaOptions": (
-            f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -Dmetalog.spark.log={log}"
-        ),
-    }
-    conf = {**BASE_CONF, **local, **logging,
-            "spark.jars": ",".join(str(p) for p in spark_jars()), **(extra_conf or {})}
+    log_file().parent.mkdir(parents=True, exist_ok=True)
+    conf = session_conf(master, extra_conf)
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)

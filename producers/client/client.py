@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -20,11 +21,12 @@ from producers.errors import CommandOutcomeUnknown, rejection_from_reply
 from producers.kafka.errors import kafka_error
 from producers.leader.ids import random_uuid
 from producers.leader.leader import Leader
-from producers.leader.log import read_events
+from producers.leader.log import read_partition
 from projector.fold.apply import replay
 from projector.fold.export import export
 from projector.fold.image import Image
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
+from projector.snapshot.store import load_newest
 
 
 class MetadataClient:
@@ -51,6 +53,8 @@ class MetadataClient:
         channel: how commands reach the leader; None: the commands topic, with
             replies read back from the replies topic (`embedded` passes another).
         security: how it signs in to Kafka (`projector.kafka.security`); default PLAINTEXT.
+        snapshot_dir: where `image` and `export` find the catalog's snapshots (the
+            leaders' or a follower's); None: they replay the catalog's whole partition.
     """
 
     def __init__(
@@ -64,9 +68,11 @@ class MetadataClient:
         timeout: float = 10.0,
         channel: Channel | None = None,
         security: KafkaSecurity = PLAINTEXT,
+        snapshot_dir: Path | str | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.security = security
+        self.snapshot_dir = None if snapshot_dir is None else Path(snapshot_dir)
         self.catalog = catalog
         self.actor = actor
         self.topics = topics or Topics()
@@ -259,15 +265,29 @@ class MetadataClient:
     # -- reads ---------------------------------------------------------------
 
     def image(self, catalog: str | None = None) -> Image:
-        """The catalog's image, replayed from its committed log (read-only)."""
+        """The catalog's committed image: its newest snapshot and the log after it (read-only).
+
+        Without `snapshot_dir`, or a snapshot of the catalog's partition there,
+        the catalog's whole partition is replayed.
+        """
         name = catalog or self.catalog
         tp = self._channel.layout().events_partition(name)
+        image, start = Image.empty(name), 0
+        found = None if self.snapshot_dir is None else load_newest(self.snapshot_dir, name)
+        if found is not None and (found[1].topic, found[1].partition) == (tp.topic, tp.partition):
+            image, start = found[0], found[1].next_offset
         try:
-            log = read_events(self.bootstrap, tp.topic, tp.partition, self.security)
+            read = read_partition(self.bootstrap, tp.topic, tp.partition, start,
+                                  security=self.security)
+            if start > read.end:  # a snapshot of another log: replay this one
+                image = Image.empty(name)
+                read = read_partition(self.bootstrap, tp.topic, tp.partition,
+                                      security=self.security)
         except KafkaException as exc:
             raise kafka_error(exc, self.bootstrap, security=self.security,
                               operation=f"READ {tp.topic}") from exc
-        return replay(Image.empty(name), [e for e in log if e.catalog == name])
+        # Events already in a snapshot's image are duplicates to `replay`.
+        return replay(image, [e for e in read.events if e.catalog == name])
 
     def export(self, catalog: str | None = None) -> dict[str, Any]:
         """Hasura's export: `{"resource_version": n, "metadata": {key: value}}`; bumps nothing."""

@@ -24,6 +24,7 @@ from events.commands import Command
 from events.replies import Reply
 from events.topics import COMMANDS_OFFSET_HEADER
 from producers.errors import Fenced, TransactionFailed
+from projector.fold.image import Image
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ class Batch:
     replies: list[tuple[Input, Reply]] = field(default_factory=list)
     last_event: int = -1
     """Index in `records` of the last event, -1 when the batch has none."""
+    images: dict[str, Image] = field(default_factory=dict)
+    """The image of each catalog the batch decided for, once it is committed."""
 
     def extend(self, later: Batch) -> None:
         """Append a batch decided after this one."""
@@ -64,6 +67,7 @@ class Batch:
             self.last_event = len(self.records) + later.last_event
         self.records += later.records
         self.replies += later.replies
+        self.images.update(later.images)
         if later.consumed is not None:
             self.consumed = later.consumed
 

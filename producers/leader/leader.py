@@ -69,8 +69,16 @@ class Leader:
         leader_id: names this process in `LeaderElected` events.
         group_id: the consumer group the leaders of one deployment share
             (default `{prefix}-leaders`).
-        options: batch size, command size limit, transaction timeouts.
+        options: batch size, command size limit, transaction timeouts, session
+            timeout, snapshots, checkpoints.
         security: how it signs in to Kafka (`projector.kafka.security`); default PLAINTEXT.
+        instance_id: this process's static membership of the group
+            (`group.instance.id`, unique per process and the same across its
+            restarts): a restart within the session timeout keeps its partitions
+            and moves none. None: a dynamic member.
+
+    The group uses cooperative-sticky assignment: a rebalance revokes only the
+    partitions that move, and spreads them within one of each other.
     """
 
     def __init__(
@@ -82,9 +90,11 @@ class Leader:
         group_id: str | None = None,
         options: LeaderOptions | None = None,
         security: KafkaSecurity = PLAINTEXT,
+        instance_id: str | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.security = security
+        self.instance_id = instance_id
         self.topics = topics or Topics()
         self.leader_id = leader_id or f"{socket.gethostname()}-{os.getpid()}"
         self.group_id = group_id or f"{self.topics.prefix}-leaders"
@@ -208,24 +218,26 @@ class Leader:
                 self._serving.notify_all()
 
     def _run(self) -> None:
-        consumer = Consumer(secured(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "group.id": self.group_id,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "isolation.level": "read_committed",
-                "partition.assignment.strategy": "range",
-                # A leader that died is replaced after this long, not Kafka's 45 s default.
-                "session.timeout.ms": self.options.session_timeout_ms,
-                "heartbeat.interval.ms": 1_000,
-                **CLIENT_LOGGING,
-            },
-            self.security,
-        ))
+        settings: dict[str, str | int | bool] = {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": self.group_id,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            # KIP-429: a rebalance revokes only what moves; the other catalogs keep serving.
+            "partition.assignment.strategy": "cooperative-sticky",
+            # A leader that died is replaced after this long, not Kafka's 45 s default.
+            "session.timeout.ms": self.options.session_timeout_ms,
+            "heartbeat.interval.ms": 1_000,
+            **CLIENT_LOGGING,
+        }
+        if self.instance_id is not None:
+            settings["group.instance.id"] = self.instance_id  # KIP-345
+        consumer = Consumer(secured(settings, self.security))
         consumer.subscribe(
-            [self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke
-        )
+            [self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke,
+            on_lost=self._on_revoke,
+        )  # fmt: skip
         try:
             while not self._stop.is_set():
                 messages = next_batch(consumer, self.options.batch_size, self._poll_wait())
@@ -246,6 +258,7 @@ class Leader:
         return _SUBMIT_WAIT_S if time.monotonic() - last < 1.0 else _QUIET_SUBMIT_WAIT_S
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Own the partitions added to this member (cooperative: only those)."""
         topic = self.topics.commands
         for tp in partitions:
             owner = PartitionOwner(
@@ -258,18 +271,21 @@ class Leader:
             tp.offset = _start(owner)
             log.info("leader %s owns partition %d from offset %d", self.leader_id,
                      tp.partition, tp.offset)  # fmt: skip
-        consumer.assign(partitions)
-        # Read once per assignment: it is a round trip to librdkafka's main thread
-        # (≈ 9 % of the leader's time when it was read for every batch).
+        consumer.incremental_assign(partitions)
+        # Read once per rebalance (cooperative: called after each, even with no partition
+        # added): it is a round trip to librdkafka's main thread (≈ 9 % of the leader's
+        # time when it was read for every batch).
         self._group_metadata = consumer.consumer_group_metadata()
         with self._serving:
             self._serving.notify_all()
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Hand back the partitions taken from this member (revoked, or lost to a timeout)."""
         for tp in partitions:
             owner = self._owners.pop(tp.partition, None)
             if owner is not None:
                 owner.close()
+        consumer.incremental_unassign(partitions)
 
     def _stop_if_denied(self, error: KafkaError) -> None:
         """A refused group or topic stops the leader: it would never be served (`run` raises)."""

@@ -149,6 +149,29 @@ class LocalCatalog:
         if event.command_id is not None:
             self._remember(event.command_id, _outcome(event))
 
+    def reset(self, image: Image) -> None:
+        """Go back to a committed `image`: forget what was decided after it.
+
+        The dedupe window keeps the outcomes `image` holds; a rejection is
+        forgotten, as after a replay (a retry is decided again).
+        """
+        self._image = image
+        self._new = []
+        at = image.resource_version
+        self._events = [event for event in self._events if event.resource_version <= at]
+        for command_id, outcome in list(self._outcomes.items()):
+            if isinstance(outcome, CommandRejected) or outcome[0] > at:
+                del self._outcomes[command_id]
+
+    def recall(self, command_id: str, outcome: _Outcome) -> None:
+        """Remember the committed outcome of an event the image already holds (dedupe only).
+
+        Args:
+            command_id: The event's command id.
+            outcome: (resource_version, ((table_id, version), …), schema_epoch).
+        """
+        self._remember(command_id, outcome)
+
     def elect(self, leader_id: str) -> Event:
         """Write `LeaderElected` for this leader (and a checkpoint, if it signs); return it."""
         sealed = elect_record(self._image, leader_id, self._stamps())

@@ -8,6 +8,7 @@ import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
@@ -21,6 +22,7 @@ from producers.leader.ids import random_uuid
 from producers.leader.isolation import refusal, serve_alone
 from producers.leader.local import CheckpointSchedule, LocalCatalog, Stamp
 from producers.leader.log import read_partition
+from producers.leader.restart import LOOKBACK, RestartPoint, RestartPoints, snapshot_start
 from projector.kafka.clients import CLIENT_LOGGING
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 
@@ -39,6 +41,12 @@ class LeaderOptions:
     commit_timeout_s: float = 10.0
     session_timeout_ms: int = 10_000
     checkpoints: CheckpointSchedule | None = None
+    snapshot_dir: Path | None = None
+    """Where the partitions' snapshots are read from on a takeover and written to."""
+    snapshot_every: int = 100_000
+    """Committed events of a partition between its snapshots (and restart points)."""
+    dedupe_lookback: int = LOOKBACK
+    """Offsets read before the snapshots' on a takeover: their command ids refill dedupe."""
 
 
 TRANSACTIONAL_SETTINGS: dict[str, str | int | bool] = {
@@ -75,9 +83,10 @@ class PartitionOwner:
 
     Opening fences the previous owner (`init_transactions` with
     `transactional.id = {prefix}-leader-{partition}`, `metalog-leader-{partition}`
-    by default), rebuilds each catalog from the events partition
-    (read_committed; a record that is not an event goes to the DLQ) and
-    appends `LeaderElected`.
+    by default), rebuilds each catalog from the partition's snapshots (when
+    `options.snapshot_dir` holds them, `producers.leader.restart`) and the
+    tail of the events partition (read_committed; a record that is not an
+    event goes to the DLQ) and appends `LeaderElected`.
 
     Each batch of commands is decided, and its events, replies, DLQ records and
     the consumed commands position go out in ONE transaction. The position
@@ -89,8 +98,10 @@ class PartitionOwner:
     Deciding and committing overlap (`producers.leader.committer`): while one
     transaction commits, the commands decided meanwhile (on top of its
     uncommitted state) wait to form the next; a failed commit drops them too,
-    and the owner rebuilds from the log (no new `LeaderElected`: the leader
-    did not change) and re-reads from `position`. When a record was refused for
+    and the owner goes back to its last committed images, reads the events
+    partition from its last restart point (a commit whose outcome was unknown may
+    be there; no new `LeaderElected`: the leader did not change) and re-reads
+    the commands from `position`. When a record was refused for
     good (`RecordRefused`), the commands of the failed commits are then served
     one per transaction (`producers.leader.isolation`): the one whose record is
     refused again is refused with a typed reply and consumed.
@@ -128,6 +139,11 @@ class PartitionOwner:
         """While set, the commands before this offset are served one per transaction."""
         self._dead_lettered = 0
         """The events offsets below this were sent to the DLQ by this owner already."""
+        self.rebuilt_from = 0
+        """The events offset the last rebuild started reading at (0: the whole partition)."""
+        self.restarts = RestartPoints(
+            bootstrap, topics.events, partition, options.snapshot_dir, options.snapshot_every
+        )
 
     @property
     def position(self) -> int | None:
@@ -137,9 +153,13 @@ class PartitionOwner:
     # -- ownership ----------------------------------------------------------
 
     def open(self) -> None:
-        """Fence the previous owner, rebuild state and position from the log, announce."""
+        """Fence the previous owner, rebuild state and position (snapshots + log), announce."""
         self._producer = self._new_producer()
-        batch, dead_through = self._rebuild()
+        directory = self.options.snapshot_dir
+        start = RestartPoint()
+        if directory is not None:
+            start = snapshot_start(directory, self.topics.events, self.partition)
+        batch, dead_through = self._rebuild(start, self.options.dedupe_lookback)
         for catalog in self.catalogs.values():
             catalog.elect(self.leader_id)
             self._drain(batch, catalog)
@@ -149,24 +169,46 @@ class PartitionOwner:
     def close(self) -> None:
         """Commit what was decided, then drop the producer."""
         self._committer.close()
+        self.restarts.close()
         if self._producer is not None:
             self._producer.flush(1.0)
             self._producer = None
 
-    def _rebuild(self) -> tuple[Batch, int]:
-        """Read the events partition back into the catalogs and the position.
+    def _rebuild(self, start: RestartPoint, lookback: int = 0) -> tuple[Batch, int]:
+        """Read the events partition after `start` into its images and the position.
+
+        The `lookback` offsets before `start` are read too: their events are
+        already in the images and only refill the dedupe window. A start beyond
+        the partition's end (snapshots of another log) replays it all.
 
         Returns:
             A batch of DLQ copies of the records that are not events (those this
             owner has not dead-lettered yet), and the offset after the last one.
         """
-        read = read_partition(self.bootstrap, self.topics.events, self.partition, self.security)
-        self.catalogs = {}
+        events = self.topics.events
+        self.rebuilt_from = max(0, start.next_offset - lookback)
+        held = {name: image.resource_version for name, image in start.images.items()}
+        read = read_partition(self.bootstrap, events, self.partition, self.rebuilt_from, held,
+                              self.security)
+        if start.next_offset > read.end:
+            log.warning("partition %d: the snapshots start at offset %d, after the log's "
+                        "end %d: replaying the log", self.partition, start.next_offset,
+                        read.end)  # fmt: skip
+            start = RestartPoint()
+            read = read_partition(self.bootstrap, events, self.partition, security=self.security)
+            self.rebuilt_from = 0
+        kept = {name: self.catalogs.get(name) or self._catalog(name) for name in start.images}
+        for name, image in start.images.items():
+            kept[name].reset(image)
+        self.catalogs = kept
+        for seen in read.covered:  # before their catalog's later events: log order
+            kept[seen.catalog].recall(seen.command_id, seen[2:])
         for event in read.events:
             catalog = self.catalogs.get(event.catalog)
             if catalog is None:
                 catalog = self.catalogs[event.catalog] = self._catalog(event.catalog)
             catalog.restore(event)
+        self.restarts.rebuilt({n: c.image for n, c in self.catalogs.items()}, read.end)
         known = (read.commands_offset, self._group_offset(), self.position)
         self._committer.position = max((p for p in known if p is not None), default=None)
         batch = Batch()
@@ -178,18 +220,22 @@ class PartitionOwner:
         return batch, dead_through
 
     def recover(self) -> None:
-        """Go back to the committed state after a failed commit: a new producer, the log.
+        """Go back to the committed state after a failed commit: a new producer, the tail.
 
-        Nothing is announced: the catalogs keep the `leader_epoch` this owner's
-        `LeaderElected` gave them when it opened.
+        The new producer settles the failed transaction (committed or aborted);
+        the catalogs go back to their last committed images and read the events
+        partition from the last restart point, which holds that transaction if it
+        was committed after all. Nothing is announced: the catalogs keep the
+        `leader_epoch` this owner's `LeaderElected` gave them when it opened.
 
         Raises:
             TransactionFailed: the cluster cannot be reached; the next `check` tries again.
         """
         self._producer = None
         producer = self._new_producer()
+        committed = RestartPoint(self.restarts.committed, self.restarts.last.next_offset)
         try:
-            batch, dead_through = self._rebuild()
+            batch, dead_through = self._rebuild(committed)
         except KafkaException as exc:
             raise TransactionFailed(
                 f"partition {self.partition}: rebuilding from the log: {exc}"
@@ -214,7 +260,8 @@ class PartitionOwner:
             self._producer = self._new_producer()
             events = [r for r in batch.records if r[0] == self.topics.events]
             if events:
-                self._transact(Batch(records=events, last_event=len(events) - 1), group=None)
+                kept = Batch(records=events, last_event=len(events) - 1, images=batch.images)
+                self._transact(kept, group=None)
 
     def _new_producer(self) -> Producer:
         producer = Producer(secured(
@@ -348,6 +395,7 @@ class PartitionOwner:
             self.check()
 
     def _drain(self, batch: Batch, catalog: LocalCatalog) -> None:
+        batch.images[catalog.image.catalog] = catalog.image
         for sealed in catalog.take_new_records():
             batch.last_event = len(batch.records)
             batch.records.append((self.topics.events, sealed.event.catalog.encode(),
@@ -396,6 +444,8 @@ class PartitionOwner:
                 producer.send_offsets_to_transaction([position], group, timeout)
             crash_point("before_commit")
             producer.commit_transaction(timeout)
+            events = sum(1 for record in batch.records if record[0] == self.topics.events)
+            self.restarts.commit(batch.images, events)
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
             if _is_fenced(error):

@@ -351,7 +351,7 @@ class Follower:
             while not self._stop.is_set():
                 if tail.step(self.max_batch):
                     self._publish()
-                    self._schedule.check(self._feeds)
+                    self._schedule.check({n: f.stats.applied for n, f in self._feeds.items()})
         except BaseException as exc:
             self._failure = exc
             log.error("follower stopped: %s", exc)

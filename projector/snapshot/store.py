@@ -153,6 +153,12 @@ def list_snapshots(directory: Path, catalog: str) -> list[Path]:
     return _complete(folder) if folder.is_dir() else []
 
 
+def has_snapshot(directory: Path, catalog: str, resource_version: int) -> bool:
+    """Whether a complete snapshot of the catalog at `resource_version` exists already."""
+    path = catalog_dir(directory, catalog) / f"{resource_version:020d}.parquet"
+    return path.exists() and _checksum_path(path).exists()
+
+
 def load_newest(directory: Path, catalog: str) -> tuple[Image, Position] | None:
     """The newest snapshot that verifies; corrupt ones are skipped with a warning."""
     for path in list_snapshots(directory, catalog):
@@ -161,6 +167,52 @@ def load_newest(directory: Path, catalog: str) -> tuple[Image, Position] | None:
         except SnapshotError as exc:
             log.warning("skipping snapshot: %s", exc)
     return None
+
+
+_MARKS = "@partitions"
+"""The folder of partition marks: `quote` encodes `@`, so no catalog's folder has this name."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMark:
+    """Every catalog of one events partition that has events before `position.next_offset`.
+
+    A leader writes its partition's catalogs' snapshots at one position, then
+    this mark: a reader that loads those catalogs' snapshots may start the
+    partition at that position, as no other catalog has an event before it.
+    """
+
+    position: Position
+    catalogs: tuple[str, ...]
+
+
+def write_partition_mark(directory: Path, mark: PartitionMark) -> Path:
+    """Write a partition's mark atomically (after its catalogs' snapshots)."""
+    folder = Path(directory) / _MARKS
+    folder.mkdir(parents=True, exist_ok=True)
+    position = mark.position
+    path = folder / f"{quote(position.topic, safe='')}-{position.partition}.json"
+    document = {"format": FORMAT, "position": [position.topic, position.partition,
+                position.next_offset], "catalogs": list(mark.catalogs)}  # fmt: skip
+    _write_atomic(path, json.dumps(document).encode())
+    return path
+
+
+def read_partition_mark(directory: Path, topic: str, partition: int) -> PartitionMark | None:
+    """A partition's mark, or None when there is none or it does not read (with a warning)."""
+    path = Path(directory) / _MARKS / f"{quote(topic, safe='')}-{partition}.json"
+    if not path.exists():
+        return None
+    try:
+        document = json.loads(path.read_bytes())
+        stored_topic, stored_partition, next_offset = document["position"]
+        catalogs = tuple(str(name) for name in document["catalogs"])
+        if document["format"] != FORMAT or (stored_topic, stored_partition) != (topic, partition):
+            raise ValueError(f"format {document['format']} of {stored_topic}/{stored_partition}")
+    except _ERRORS as exc:
+        log.warning("skipping partition mark %s: %s", path, exc)
+        return None
+    return PartitionMark(Position(topic, partition, int(next_offset)), catalogs)
 
 
 def _complete(folder: Path) -> list[Path]:

@@ -1,0 +1,185 @@
+"""Three leader processes share six partitions: kill -9 one mid-burst, restart all in turn."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from events.event import Event
+from events.intents import LeaderElected
+from events.replies import Committed
+from events.topics import partition_for
+from events.values import Column
+from producers.client.client import MetadataClient
+from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
+from producers.leader.log import read_events
+from tests.fixtures.kafka import TopicSet
+from tests.leader.history import check_history
+
+pytestmark = pytest.mark.integration
+
+COLUMNS = (Column(name="id", data_type="int64"),)
+PARTITIONS = 6
+NAMES = ("a", "b", "c")
+CLIENTS = 8
+PER_CLIENT = 30
+
+
+def _catalogs() -> list[str]:
+    """Two catalogs on each of the six partitions."""
+    by_partition: dict[int, list[str]] = defaultdict(list)
+    n = 0
+    while any(len(by_partition[p]) < 2 for p in range(PARTITIONS)):
+        name = f"cat{n}"
+        n += 1
+        if len(by_partition[partition_for(name, PARTITIONS)]) < 2:
+            by_partition[partition_for(name, PARTITIONS)].append(name)
+    return sorted(name for names in by_partition.values() for name in names)
+
+
+def _start(wire: TopicSet, name: str, logs: Path) -> subprocess.Popen[bytes]:
+    """A leader process with static membership (`--instance-id`, the same across restarts)."""
+    with (logs / f"{name}.log").open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "metalog.cli", "leader", "--bootstrap", wire.bootstrap,
+             "--prefix", wire.prefix, "--leader-id", name, "--instance-id", name,
+             "--session-timeout-ms", "6000"],
+            stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
+
+
+@contextmanager
+def _leaders(wire: TopicSet, logs: Path) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+    running = {name: _start(wire, name, logs) for name in NAMES}
+    try:
+        yield running
+    finally:
+        for process in running.values():
+            process.send_signal(signal.SIGTERM)
+        for process in running.values():
+            try:
+                process.wait(timeout=60.0)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _send(client: MetadataClient, catalog: str, table: str, command_id: str) -> Committed:
+    """Send until acked, retrying with the same command id (the client's contract)."""
+    while True:
+        try:
+            return client.create_table("public", table, COLUMNS, catalog=catalog,
+                                       command_id=command_id, timeout=15.0)  # fmt: skip
+        except (CommandOutcomeUnknown, LeaderUnavailable):
+            continue
+
+
+def _burst(wire: TopicSet, catalogs: list[str], tag: str, acked: dict[str, Committed],
+           progress: Callable[[], None]) -> list[threading.Thread]:  # fmt: skip
+    def work(n: int) -> None:
+        with MetadataClient(wire.bootstrap, catalog=catalogs[0], actor=f"c{n}",
+                            topics=wire.topics) as client:  # fmt: skip
+            for i in range(PER_CLIENT):
+                catalog = catalogs[(n + i) % len(catalogs)]
+                command_id = f"{tag}-{n}-{i}"
+                acked[command_id] = _send(client, catalog, f"{tag}_{n}_{i}", command_id)
+                progress()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def _log(wire: TopicSet) -> list[Event]:
+    return [e for p in range(PARTITIONS) for e in read_events(wire.bootstrap, wire.events, p)]
+
+
+def _check(wire: TopicSet, catalogs: list[str], acked: dict[str, Committed]) -> list[Event]:
+    log = _log(wire)
+    for catalog in catalogs:
+        check_history([e for e in log if e.catalog == catalog])  # dense, chained, once each
+    applied = {e.command_id: e for e in log if e.command_id is not None}
+    for command_id, committed in acked.items():  # no acked command lost, each as acked
+        event = applied[command_id]
+        assert (event.catalog, event.resource_version) == (
+            committed.catalog, committed.resource_version,
+        )  # fmt: skip
+    return log
+
+
+def _owners(log: list[Event]) -> dict[int, list[str]]:
+    """Each partition's succession of leaders, from its catalogs' `LeaderElected`s."""
+    owners: dict[int, list[str]] = defaultdict(list)
+    for event in log:
+        if isinstance(event.intent, LeaderElected):
+            partition = partition_for(event.catalog, PARTITIONS)
+            if not owners[partition] or owners[partition][-1] != event.intent.leader_id:
+                owners[partition].append(event.intent.leader_id)
+    return owners
+
+
+def test_kill_9_of_one_of_three_leaders_mid_burst_loses_and_duplicates_nothing(
+    topics: Callable[[int], TopicSet], tmp_path: Path
+) -> None:
+    wire = topics(PARTITIONS)
+    catalogs = _catalogs()
+    acked: dict[str, Committed] = {}
+    count = threading.Semaphore(0)
+    with _leaders(wire, tmp_path) as running:
+        with MetadataClient(wire.bootstrap, catalog=catalogs[0], actor="setup",
+                            topics=wire.topics) as setup:  # fmt: skip
+            for catalog in catalogs:  # every partition served before the burst
+                acked[f"warm-{catalog}"] = _send(setup, catalog, "warm", f"warm-{catalog}")
+        threads = _burst(wire, catalogs, "burst", acked, count.release)
+        for _ in range(CLIENTS * PER_CLIENT // 3):
+            count.acquire()
+        running["b"].send_signal(signal.SIGKILL)  # mid-burst: a third of it acked
+        running["b"].wait()
+        for thread in threads:
+            thread.join()
+    assert len(acked) == len(catalogs) + CLIENTS * PER_CLIENT
+    _check(wire, catalogs, acked)
+
+
+def test_a_rolling_restart_of_three_leaders_moves_no_partition_more_than_once(
+    topics: Callable[[int], TopicSet], tmp_path: Path
+) -> None:
+    wire = topics(PARTITIONS)
+    catalogs = _catalogs()
+    acked: dict[str, Committed] = {}
+    with (
+        _leaders(wire, tmp_path) as running,
+        MetadataClient(
+            wire.bootstrap, catalog=catalogs[0], actor="setup", topics=wire.topics
+        ) as setup,
+    ):
+        for catalog in catalogs:
+            acked[f"warm-{catalog}"] = _send(setup, catalog, "warm", f"warm-{catalog}")
+        settled = _owners(_log(wire))
+        threads = _burst(wire, catalogs, "roll", acked, lambda: None)
+        for name in NAMES:  # SIGTERM, start again, next
+            running[name].send_signal(signal.SIGTERM)
+            assert running[name].wait(timeout=60.0) == 0
+            running[name] = _start(wire, name, tmp_path)
+            for catalog in catalogs:  # every catalog served again before the next restart
+                _send(setup, catalog, f"probe_{name}", f"probe-{name}-{catalog}")
+        for thread in threads:
+            thread.join()
+    log = _check(wire, catalogs, acked)
+    owners = _owners(log)
+    spread: dict[str, int] = defaultdict(int)
+    for partition in range(PARTITIONS):
+        first = settled[partition][-1]
+        moves = owners[partition][owners[partition].index(first) :]
+        assert len(moves) <= 2, f"partition {partition} moved {moves}"  # at most once
+        spread[owners[partition][-1]] += 1
+    assert max(spread.values()) - min(spread.values()) <= 1 and len(spread) == len(NAMES), spread

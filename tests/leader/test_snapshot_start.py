@@ -1,0 +1,159 @@
+"""A leader takes over from its partition's snapshots and the tail of the log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from events.values import Column
+from producers.client.client import MetadataClient
+from producers.errors import TooLarge
+from producers.leader.leader import Leader
+from producers.leader.log import read_events
+from producers.leader.owner import LeaderOptions, PartitionOwner
+from projector.fold.apply import replay
+from projector.fold.image import Image
+from projector.snapshot.store import list_snapshots, read_partition_mark
+from tests.fixtures.kafka import TopicSet
+from tests.leader.test_survival import _lower_record_limit, _options
+
+pytestmark = pytest.mark.integration
+
+COLUMNS = (Column(name="id", data_type="int64"),)
+CATALOGS = ("greptime", "shop")
+
+
+def _serve(wire: TopicSet, options: LeaderOptions, tables: range) -> None:
+    """One leader creates tables in both catalogs (command ids `{catalog}-{n}`)."""
+    with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders",
+                options=options) as leader:  # fmt: skip
+        assert leader.wait_until_serving(1, timeout=60.0), "the leader never owned its partition"
+        for catalog in CATALOGS:
+            with MetadataClient(wire.bootstrap, catalog=catalog, actor="alice",
+                                topics=wire.topics) as client:  # fmt: skip
+                for n in tables:
+                    client.create_table("public", f"t{n}", COLUMNS, command_id=f"{catalog}-{n}")
+
+
+def _replayed(wire: TopicSet) -> dict[str, Image]:
+    log = read_events(wire.bootstrap, wire.events, 0)
+    return {c: replay(Image.empty(c), [e for e in log if e.catalog == c]) for c in CATALOGS}
+
+
+def _take_over(wire: TopicSet, options: LeaderOptions) -> PartitionOwner:
+    owner = PartitionOwner(wire.bootstrap, wire.topics, 0, "next", options)
+    owner.open()
+    return owner
+
+
+def _snapshotted(wire: TopicSet, tmp_path: Path) -> LeaderOptions:
+    """A log with snapshots of both catalogs part-way, and events after them."""
+    options = LeaderOptions(snapshot_dir=tmp_path, snapshot_every=8, dedupe_lookback=0)
+    _serve(wire, options, range(24))
+    _serve(wire, LeaderOptions(), range(24, 27))  # the tail: no snapshot covers it
+    return options
+
+
+def test_a_takeover_from_snapshots_equals_a_takeover_by_full_replay(
+    wire: TopicSet, tmp_path: Path
+) -> None:
+    options = _snapshotted(wire, tmp_path)
+    mark = read_partition_mark(tmp_path, wire.events, 0)
+    assert mark is not None and set(mark.catalogs) == set(CATALOGS)
+
+    owner = _take_over(wire, options)
+    try:
+        # From the oldest of the snapshots it loaded (an unchanged catalog keeps an older one).
+        assert 0 < owner.rebuilt_from <= mark.position.next_offset
+        from_snapshots = {c: owner.catalogs[c].image for c in CATALOGS}
+        assert from_snapshots == _replayed(wire)  # both ends include the new LeaderElected
+    finally:
+        owner.close()
+    replayed = _take_over(wire, LeaderOptions())
+    try:
+        assert replayed.rebuilt_from == 0
+        for catalog in CATALOGS:  # the same next resource_version, one LeaderElected later
+            assert replayed.catalogs[catalog].image.resource_version == (
+                from_snapshots[catalog].resource_version + 1
+            )
+        assert {c: replayed.catalogs[c].image for c in CATALOGS} == _replayed(wire)
+    finally:
+        replayed.close()
+
+
+@pytest.mark.parametrize("corrupt", ["newest", "all"])
+def test_a_corrupt_snapshot_falls_back_to_an_older_one_or_the_log(
+    wire: TopicSet, tmp_path: Path, corrupt: str
+) -> None:
+    options = _snapshotted(wire, tmp_path)
+    snapshots = list_snapshots(tmp_path, "shop")
+    assert len(snapshots) >= 2, "the schedule wrote one snapshot only"
+    for path in snapshots[: 1 if corrupt == "newest" else None]:
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+
+    owner = _take_over(wire, options)
+    try:
+        if corrupt == "all":
+            assert owner.rebuilt_from == 0
+        else:
+            assert owner.rebuilt_from > 0
+        assert {c: owner.catalogs[c].image for c in CATALOGS} == _replayed(wire)
+    finally:
+        owner.close()
+
+
+def test_a_retry_of_a_command_before_the_snapshot_is_answered_not_applied_again(
+    wire: TopicSet, tmp_path: Path
+) -> None:
+    options = LeaderOptions(snapshot_dir=tmp_path, snapshot_every=8)
+    _serve(wire, options, range(10))
+    before = read_events(wire.bootstrap, wire.events, 0)
+    [first] = [e for e in before if e.command_id == "shop-0"]
+    with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders",
+                options=options) as leader, MetadataClient(
+                    wire.bootstrap, catalog="shop", actor="alice", topics=wire.topics
+                ) as client:  # fmt: skip
+        assert leader.wait_until_serving(1, timeout=60.0)
+        again = client.create_table("public", "t0", COLUMNS, command_id="shop-0")
+    assert again.resource_version == first.resource_version
+    after = read_events(wire.bootstrap, wire.events, 0)
+    assert [e.command_id for e in after].count("shop-0") == 1
+
+
+def test_the_client_reads_an_image_from_a_snapshot_and_the_tail(
+    wire: TopicSet, tmp_path: Path
+) -> None:
+    _snapshotted(wire, tmp_path)
+    with MetadataClient(wire.bootstrap, catalog="shop", actor="alice", topics=wire.topics,
+                        snapshot_dir=tmp_path) as client:  # fmt: skip
+        assert client.image() == _replayed(wire)["shop"]
+
+
+def test_after_a_failed_commit_the_leader_returns_to_its_last_committed_images(
+    wire: TopicSet, topics: Callable[[int], TopicSet]
+) -> None:
+    # Restart points every 4 events, no snapshots: a failed commit re-reads from the last one.
+    options = LeaderOptions(snapshot_every=4)
+    with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders",
+                options=options) as leader, MetadataClient(
+                    wire.bootstrap, catalog="shop", actor="alice", topics=wire.topics
+                ) as client:  # fmt: skip
+        assert leader.wait_until_serving(1, timeout=60.0)
+        for n in range(10):
+            client.create_table("public", f"t{n}", COLUMNS)
+        # Lowered after the leader read the limit: decide accepts what the broker refuses,
+        # the commit fails, and the leader goes back to what it committed.
+        _lower_record_limit(wire, topics(1), 100_000)
+        with pytest.raises(TooLarge):
+            client.alter_table("public", "t0", set_options=_options(0, count=150), timeout=90.0)
+        after = client.alter_table("public", "t1", set_options={"ttl": "1d"}, timeout=90.0)
+        owner = leader._owners[0]
+        assert owner.rebuilt_from > 0
+        image = owner.catalogs["shop"].image
+    log = [e for e in read_events(wire.bootstrap, wire.events, 0) if e.catalog == "shop"]
+    assert image == replay(Image.empty("shop"), log)
+    assert after.resource_version == log[-1].resource_version == 12  # elected, 10 creates, alter
