@@ -14,11 +14,16 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import SparkSession
+
 from events.topics import Topics
+from metalog.cli_args import add_credentials_flag, security
 from metalog.cli_json import add_json_flag, print_json
 from metalog.spark_session import session_conf, spark_session
 from metalog.stack_config import StackConfig
 from streaming.compact import PROJECTION_POOL, Maintenance, compact
+from streaming.errors import ProjectionError
 from streaming.projection import ProjectionConfig, ensure_tables, run_once, start_projection
 
 DEFAULT_ROOT = ".metalog/projection"
@@ -74,15 +79,23 @@ def _project(args: argparse.Namespace) -> int:
         write_threads=args.write_threads,
         compact_seconds=args.compact_seconds,
         maintain_seconds=args.maintain_seconds,
+        security=security(args, "projector"),
     )
     spark = spark_session(args.master, "metalog-projection", extra_conf=FAIR_CONF)
     try:
         if args.action == "compact":
             ensure_tables(spark, config)
             done = compact(spark, config.delta_dir)
-            print(f"metalog: compacted {config.delta_dir} up to batch {done.batch_id} "
-                  f"({', '.join(done.tables)})" if done else
-                  f"metalog: {config.delta_dir} was already compacted")
+            if args.json:
+                print_json({"delta_dir": config.delta_dir, "compacted": done is not None,
+                            "batch_id": done.batch_id if done else None,
+                            "tables": list(done.tables) if done else []})  # fmt: skip
+            else:
+                print(f"metalog: compacted {config.delta_dir} up to batch {done.batch_id} "
+                      f"({', '.join(done.tables)})" if done else
+                      f"metalog: {config.delta_dir} was already compacted")
+        elif args.json:
+            _progress_lines(spark, config)
         elif config.once:
             run_once(spark, config)
             print(f"metalog: projected {config.topic} into {config.delta_dir}")
@@ -99,6 +112,44 @@ def _project(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     return 0
+
+
+def _progress_lines(spark: SparkSession, config: ProjectionConfig) -> None:
+    """Run the projection printing one JSON line per micro-batch, and a last one with
+    `--once` (docs/cli.md)."""
+    maintenance = None
+    if not config.once:
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", PROJECTION_POOL)
+    query = start_projection(spark, config)
+    if not config.once:
+        maintenance = Maintenance(spark, config.delta_dir, config.compact_seconds,
+                                  config.maintain_seconds).start()  # fmt: skip
+    batches = rows = 0
+    last = -1
+    try:
+        stopped = False
+        while not stopped:
+            stopped = bool(query.awaitTermination(1))
+            for progress in query.recentProgress:
+                if progress.batchId <= last:
+                    continue
+                last = progress.batchId
+                batches += 1
+                rows += progress.numInputRows
+                print_json({
+                    "batch": progress.batchId, "timestamp": progress.timestamp,
+                    "input_rows": progress.numInputRows,
+                    "input_rows_per_second": progress.inputRowsPerSecond,
+                    "processed_rows_per_second": progress.processedRowsPerSecond,
+                    "duration_ms": progress.durationMs.get("triggerExecution"),
+                })  # fmt: skip
+    except StreamingQueryException as exc:
+        raise ProjectionError(f"the projection of {config.topic} failed: {exc}") from None
+    finally:
+        if maintenance is not None:
+            maintenance.stop()
+    print_json({"done": True, "topic": config.topic, "delta_dir": config.delta_dir,
+                "batches": batches, "input_rows": rows})  # fmt: skip
 
 
 def add_parser(subparsers: Any) -> None:
@@ -142,5 +193,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--print-submit", action="store_true",
                         help="print the spark-submit line (jars, confs) for your own cluster "
                              "and exit")  # fmt: skip
-    add_json_flag(parser, "with --print-submit: the line as JSON (argv and command)")
+    add_credentials_flag(parser)
+    add_json_flag(parser, "one JSON line per micro-batch (and a last one with --once); with "
+                          "--print-submit, the line (docs/cli.md)")
     parser.set_defaults(func=_project)

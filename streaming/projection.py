@@ -29,6 +29,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from streaming import sink
 from streaming.changes import change_rows, log_rows, quarantine_rows, table_schemas
 from streaming.decode import envelope, split
@@ -74,6 +75,8 @@ class ProjectionConfig:
             (0: never; `metalog project compact` does it on demand).
         maintain_seconds: A continuous run OPTIMIZEs and VACUUMs `changes` this often
             (0: never).
+        security: How the Kafka source signs in to a secured cluster (the
+            `projector` principal of `metalog up --secure`).
     """
 
     bootstrap: str
@@ -86,6 +89,7 @@ class ProjectionConfig:
     write_threads: int = 3
     compact_seconds: float = 30.0
     maintain_seconds: float = 3600.0
+    security: KafkaSecurity = PLAINTEXT
 
     def path(self, table: str) -> str:
         """The location of one table."""
@@ -179,7 +183,8 @@ def kafka_source(spark: SparkSession, config: ProjectionConfig) -> DataFrame:
               .option("subscribe", config.topic)
               .option("kafka.isolation.level", "read_committed")
               .option("startingOffsets", "earliest")
-              .option("failOnDataLoss", "true"))
+              .option("failOnDataLoss", "true")
+              .options(**config.security.spark_options()))
     if config.max_offsets_per_trigger is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(config.max_offsets_per_trigger))
     return reader.load()

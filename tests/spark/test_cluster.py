@@ -3,6 +3,7 @@ launcher, on loopback) writes the same tables as `local[2]`."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -59,15 +60,17 @@ def _read(path: Path) -> bytes:
     return path.read_bytes() if path.exists() else b""
 
 
-def _project(made: TopicSet, master: str, root: Path) -> None:
+def _project(made: TopicSet, master: str, root: Path, *flags: str) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "metalog.cli", "project", "--master", master,
          "--bootstrap", made.bootstrap, "--prefix", made.prefix,
-         "--delta-dir", str(root / "tables"), "--checkpoint", str(root / "cp"), "--once"],
+         "--delta-dir", str(root / "tables"), "--checkpoint", str(root / "cp"), "--once",
+         *flags],
         capture_output=True, text=True, timeout=900, check=False,
         env={**os.environ, "METALOG_STATE_DIR": str(root)},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
 
 
 def test_the_projection_on_a_standalone_cluster_equals_local(
@@ -76,10 +79,18 @@ def test_the_projection_on_a_standalone_cluster_equals_local(
     made = topics(2)
     work = Workload(["alpha", "beta"], seed=11)
     work.run(40)
-    produce(made.bootstrap, made.events, encoded(work.events()), 2)
+    records = encoded(work.events())
+    produce(made.bootstrap, made.events, records, 2)
 
     _project(made, standalone, tmp_path / "cluster")
-    _project(made, "local[2]", tmp_path / "local")
+    lines = [json.loads(line) for line in
+             _project(made, "local[2]", tmp_path / "local", "--json").splitlines()]  # fmt: skip
+
+    *batches, done = lines  # `--json`: a line per micro-batch, then the summary
+    assert batches and all(b["input_rows"] >= 0 and b["duration_ms"] > 0 for b in batches)
+    assert done == {"done": True, "topic": made.events,
+                    "delta_dir": str(tmp_path / "local" / "tables"),
+                    "batches": len(batches), "input_rows": len(records)}  # fmt: skip
 
     images = [c.image for c in work.catalogs.values()]
     assert_projection_equals(str(tmp_path / "cluster" / "tables"), images)
