@@ -5,7 +5,25 @@ from __future__ import annotations
 import argparse
 import os
 
+from metalog.stack_config import StackConfig
 from projector.kafka.security import CREDENTIALS_ENV, KafkaSecurity, security_for
+
+
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """``--bootstrap``, ``--prefix`` and ``--credentials``: which cluster and topics, and
+    how to sign in (defaults: ``METALOG_BOOTSTRAP``, ``METALOG_TOPIC_PREFIX``, the local
+    stack's).
+
+    Raises:
+        StackError: A ``METALOG_*`` variable the defaults come from is malformed.
+    """
+    stack = StackConfig.from_env()
+    parser.add_argument("--bootstrap", default=os.environ.get("METALOG_BOOTSTRAP", stack.bootstrap),
+                        help="Kafka bootstrap servers (default: METALOG_BOOTSTRAP or the local "
+                             "stack's)")  # fmt: skip
+    parser.add_argument("--prefix", default=stack.topic_prefix,
+                        help="topic name prefix (default: METALOG_TOPIC_PREFIX or metalog)")
+    add_credentials_flag(parser)
 
 
 def positive_int(text: str) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
 import threading
 from pathlib import Path
@@ -17,7 +16,7 @@ from rich.table import Table
 from events.errors import MetalogError
 from events.labels import format_attributes
 from events.topics import Topics
-from metalog.cli_args import add_credentials_flag, positive_float, security
+from metalog.cli_args import add_cluster_options, positive_float, security
 from metalog.cli_json import (
     add_json_flag,
     change_document,
@@ -25,7 +24,6 @@ from metalog.cli_json import (
     print_json,
     snapshot_document,
 )
-from metalog.stack_config import StackConfig
 from producers.kafka.errors import kafka_error
 from projector.errors import AccessDenied, FollowerError, FollowerStopped, SnapshotError
 from projector.fold.image import Image
@@ -212,13 +210,8 @@ def _snapshot(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: Any) -> None:
     """Register ``follow``, ``show`` and ``snapshot``."""
-    stack = StackConfig.from_env()
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bootstrap", default=os.environ.get("METALOG_BOOTSTRAP", stack.bootstrap),
-                        help="Kafka bootstrap servers (default: METALOG_BOOTSTRAP or the local "
-                             "stack's)")  # fmt: skip
-    common.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
-    add_credentials_flag(common)
+    add_cluster_options(common)
     common.add_argument("--catalog", default="greptime", help="the catalog (default greptime)")
     add_json_flag(common, "JSON (docs/cli.md)")
     common.add_argument("--timeout", type=positive_float, default=60.0,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,9 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from events.topics import Topics
-from metalog.cli_args import add_credentials_flag, security
+from metalog.cli_args import add_cluster_options, security
 from metalog.cli_json import add_json_flag, print_json
 from metalog.spark_session import session_conf, spark_session
-from metalog.stack_config import StackConfig
 from streaming.compact import PROJECTION_POOL, Maintenance, compact
 from streaming.errors import ProjectionError
 from streaming.projection import ProjectionConfig, ensure_tables, run_once, start_projection
@@ -159,13 +157,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("action", nargs="?", choices=["compact"],
                         help="`compact`: fold the tail of `changes` into the per-kind tables "
                              "once, then exit")
-    stack = StackConfig.from_env()
-    parser.add_argument("--bootstrap", default=os.environ.get("METALOG_BOOTSTRAP",
-                                                              stack.bootstrap),
-                        help="Kafka bootstrap servers (default: METALOG_BOOTSTRAP or the "
-                             "local stack's)")
-    parser.add_argument("--prefix", default=stack.topic_prefix,
-                        help="topic name prefix (default: METALOG_TOPIC_PREFIX or metalog)")
+    add_cluster_options(parser)
     parser.add_argument("--delta-dir", default=f"{DEFAULT_ROOT}/tables",
                         help="root directory of the Delta tables, one sub-directory each")
     parser.add_argument("--checkpoint", default=f"{DEFAULT_ROOT}/checkpoint",
@@ -193,7 +185,6 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--print-submit", action="store_true",
                         help="print the spark-submit line (jars, confs) for your own cluster "
                              "and exit")  # fmt: skip
-    add_credentials_flag(parser)
     add_json_flag(parser, "one JSON line per micro-batch (and a last one with --once); with "
                           "--print-submit, the line (docs/cli.md)")
     parser.set_defaults(func=_project)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -14,10 +13,9 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from events.event import Event
 from events.topics import Topics
-from metalog.cli_args import add_credentials_flag, security
+from metalog.cli_args import add_cluster_options, security
 from metalog.cli_follow import DEFAULT_SNAPSHOTS, render
 from metalog.cli_json import add_json_flag, image_document, print_json
-from metalog.stack_config import StackConfig
 from projector.fold.image import Image
 from projector.replay.asof import replay_as_of
 from projector.replay.point import parse_point
@@ -102,13 +100,8 @@ def _replay(args: argparse.Namespace) -> int:
 
 def add_log_options(parser: argparse.ArgumentParser) -> None:
     """The options of a command that reads a catalog's log: cluster, prefix, catalog."""
-    stack = StackConfig.from_env()
-    parser.add_argument("--bootstrap", default=os.environ.get("METALOG_BOOTSTRAP", stack.bootstrap),
-                        help="Kafka bootstrap servers (default: METALOG_BOOTSTRAP or the local "
-                             "stack's)")  # fmt: skip
-    parser.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
+    add_cluster_options(parser)
     parser.add_argument("--catalog", default="greptime", help="the catalog (default greptime)")
-    add_credentials_flag(parser)
 
 
 def add_parser(subparsers: Any) -> None:

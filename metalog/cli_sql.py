@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,8 +15,7 @@ from rich.text import Text
 
 from events.errors import MetalogError
 from events.topics import Topics
-from metalog.cli_args import add_credentials_flag, positive_float, positive_int, security
-from metalog.stack_config import StackConfig
+from metalog.cli_args import add_cluster_options, positive_float, positive_int, security
 
 if TYPE_CHECKING:
     # Imported where a statement runs: sqlglot and DuckDB cost every other command
@@ -175,17 +173,13 @@ def _sql(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: Any) -> None:
     """Register ``sql``."""
-    stack = StackConfig.from_env()
     parser = subparsers.add_parser(
         "sql", help="run TiDB DDL and queries (a statement, -f FILE, or an interactive shell)"
     )
     parser.add_argument("statements", nargs="?", help="statements separated by `;`")
     parser.add_argument("-f", "--file", help="a file of statements (- for stdin)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument("--bootstrap", default=os.environ.get("METALOG_BOOTSTRAP", stack.bootstrap),
-                        help="Kafka bootstrap servers")  # fmt: skip
-    parser.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
-    add_credentials_flag(parser)
+    add_cluster_options(parser)
     parser.add_argument("--catalog", default="greptime", help="the catalog (default greptime)")
     parser.add_argument("--database", default="public",
                         help="the database of unqualified names (default public)")  # fmt: skip

@@ -6,7 +6,6 @@ docs/audit.md says what each checks; docs/cli.md gives the ``--json`` shapes.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +15,10 @@ from confluent_kafka import KafkaException
 
 from events.checkpoint import Checkpoint, parse_note, render_time
 from events.topics import Topics
-from metalog.cli_args import add_credentials_flag, security
+from metalog.cli_args import add_cluster_options, security
 from metalog.cli_json import add_json_flag, print_json
 from metalog.errors import AuditError
 from metalog.keys import KeyFileError, load_public_key, public_pem, read_public_key
-from metalog.stack_config import StackConfig
 from producers.kafka.errors import kafka_error
 from projector.audit.bundle import Bundle, write_bundle
 from projector.audit.faults import AuditFailed, Fault, Report
@@ -189,13 +187,8 @@ def _export(args: argparse.Namespace) -> int:
 
 def add_commands(audit: Any) -> None:
     """Register ``audit verify``, ``audit checkpoint`` and ``audit export``."""
-    stack = StackConfig.from_env()
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--bootstrap", default=os.environ.get("METALOG_BOOTSTRAP", stack.bootstrap),
-                        help="Kafka bootstrap servers (default: METALOG_BOOTSTRAP or the local "
-                             "stack's)")  # fmt: skip
-    common.add_argument("--prefix", default=stack.topic_prefix, help="topic name prefix")
-    add_credentials_flag(common)
+    add_cluster_options(common)
     common.add_argument("--catalog", default=None, help="this catalog only (default: all)")
     common.add_argument("--public-key", default=None,
                         help="the checkpoints' public key (PEM, `metalog keys generate`)")

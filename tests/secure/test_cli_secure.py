@@ -24,15 +24,23 @@ def _where(kafka: SecureKafka, credentials: Path, catalog: str) -> list[str]:
             "--credentials", str(credentials), "--catalog", catalog]  # fmt: skip
 
 
-def test_show_reads_a_catalog_as_the_follower_principal(secure_kafka: SecureKafka) -> None:
+def _catalog(kafka: SecureKafka, rename_to: str | None = None) -> tuple[str, int]:
+    """A new catalog with `public.orders` (renamed to `rename_to`), written through a leader
+    signed in as `leader` by a client signed in as `client`; its name and the creation's rv."""
     catalog = f"c{uuid.uuid4().hex[:8]}"
-    with (Leader(secure_kafka.bootstrap, topics=secure_kafka.topics,
-                 security=secure_kafka.security("leader")) as leader,
-          MetadataClient(secure_kafka.bootstrap, catalog=catalog, actor="alice", timeout=30.0,
-                         topics=secure_kafka.topics,
-                         security=secure_kafka.security("client")) as client):  # fmt: skip
+    with (Leader(kafka.bootstrap, topics=kafka.topics, security=kafka.security("leader")) as leader,
+          MetadataClient(kafka.bootstrap, catalog=catalog, actor="alice", timeout=30.0,
+                         topics=kafka.topics,
+                         security=kafka.security("client")) as client):  # fmt: skip
         assert leader.wait_until_serving(1, timeout=60.0)
-        client.create_table("public", "orders", (Column(name="id", data_type="int64"),))
+        created = client.create_table("public", "orders", (Column(name="id", data_type="int64"),))
+        if rename_to is not None:
+            client.rename_table("public", "orders", rename_to)
+    return catalog, created.resource_version
+
+
+def test_show_reads_a_catalog_as_the_follower_principal(secure_kafka: SecureKafka) -> None:
+    catalog, _ = _catalog(secure_kafka)
     credentials = stack_secure.credentials_file(secure_kafka.config)
     run = metalog("show", "--json", "--timeout", "60",
                   *_where(secure_kafka, credentials, catalog))
@@ -44,18 +52,10 @@ def test_show_reads_a_catalog_as_the_follower_principal(secure_kafka: SecureKafk
 def test_replay_history_and_verify_read_the_log_as_the_follower_principal(
     secure_kafka: SecureKafka,
 ) -> None:
-    catalog = f"c{uuid.uuid4().hex[:8]}"
-    with (Leader(secure_kafka.bootstrap, topics=secure_kafka.topics,
-                 security=secure_kafka.security("leader")) as leader,
-          MetadataClient(secure_kafka.bootstrap, catalog=catalog, actor="alice", timeout=30.0,
-                         topics=secure_kafka.topics,
-                         security=secure_kafka.security("client")) as client):  # fmt: skip
-        assert leader.wait_until_serving(1, timeout=60.0)
-        created = client.create_table("public", "orders", (Column(name="id", data_type="int64"),))
-        client.rename_table("public", "orders", "sales")
+    catalog, created = _catalog(secure_kafka, rename_to="sales")
     where = _where(secure_kafka, stack_secure.credentials_file(secure_kafka.config), catalog)
 
-    replay = metalog("replay", "--json", "--as-of", str(created.resource_version), *where)
+    replay = metalog("replay", "--json", "--as-of", str(created), *where)
     assert replay.code == 0, replay.err
     assert [t["table"] for t in json.loads(replay.out)["tables"]] == ["orders"]
     history = metalog("audit", "history", "public.sales", "--json", *where)
