@@ -142,7 +142,8 @@ class PartitionOwner:
         self.rebuilt_from = 0
         """The events offset the last rebuild started reading at (0: the whole partition)."""
         self.restarts = RestartPoints(
-            bootstrap, topics.events, partition, options.snapshot_dir, options.snapshot_every
+            bootstrap, topics.events, partition, options.snapshot_dir, options.snapshot_every,
+            security,
         )
 
     @property

@@ -27,6 +27,7 @@ from producers.leader.local import DEDUPE_WINDOW
 from projector.fold.image import Image
 from projector.follower.schedule import SnapshotSchedule
 from projector.kafka.clients import CLIENT_LOGGING, watermarks
+from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 from projector.snapshot.store import (
     PartitionMark,
     Position,
@@ -95,12 +96,15 @@ class RestartPoints:
         partition: The owned partition.
         directory: Where snapshots are written; None for none.
         every: Committed events between restart points (and snapshots).
+        security: How it signs in to read the partition's end (the leader's settings).
     """
 
     def __init__(
-        self, bootstrap: str, topic: str, partition: int, directory: Path | None, every: int
+        self, bootstrap: str, topic: str, partition: int, directory: Path | None, every: int,
+        security: KafkaSecurity = PLAINTEXT,
     ) -> None:
         self.bootstrap = bootstrap
+        self.security = security
         self.topic = topic
         self.partition = partition
         self.directory = directory
@@ -149,13 +153,13 @@ class RestartPoints:
 
     def _end_reader(self) -> Consumer:
         if self._consumer is None:
-            self._consumer = Consumer({
+            self._consumer = Consumer(secured({
                 "bootstrap.servers": self.bootstrap,
                 "group.id": f"metalog-restart-{uuid.uuid4()}",
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
                 **CLIENT_LOGGING,
-            })  # fmt: skip
+            }, self.security))  # fmt: skip
         return self._consumer
 
     def _write(self, _name: str) -> Path:

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from events.topics import partition_for
 from events.values import Column
 from metalog import stack_secure
 from producers.client.client import MetadataClient
 from producers.leader.leader import Leader
+from producers.leader.owner import LeaderOptions
+from projector.snapshot.store import read_partition_mark
 from tests.fixtures.secure import SecureKafka
 from tests.stack.test_cli_errors import metalog
 
@@ -65,6 +68,25 @@ def test_replay_history_and_verify_read_the_log_as_the_follower_principal(
     assert verify.code == 0, verify.err
     verified = {c["catalog"]: c for c in json.loads(verify.out)["catalogs"]}
     assert verified[catalog]["resource_version"] == 3  # LeaderElected, create, rename
+
+
+def test_a_secure_leader_takes_restart_points_and_writes_snapshots(
+    secure_kafka: SecureKafka, tmp_path: Path
+) -> None:
+    options = LeaderOptions(snapshot_dir=tmp_path, snapshot_every=3)
+    with (Leader(secure_kafka.bootstrap, topics=secure_kafka.topics, options=options,
+                 security=secure_kafka.security("leader")) as leader,
+          MetadataClient(secure_kafka.bootstrap, catalog="snap", actor="alice", timeout=30.0,
+                         topics=secure_kafka.topics,
+                         security=secure_kafka.security("client")) as client):  # fmt: skip
+        assert leader.wait_until_serving(1, timeout=60.0)
+        for n in range(8):
+            client.create_table("public", f"t{n}", (Column(name="id", data_type="int64"),))
+    # Reading the partition's end signs in as the leader too, or no restart point is taken.
+    partition = partition_for("snap", 3)
+    mark = read_partition_mark(tmp_path, secure_kafka.topics.events, partition)
+    assert mark is not None and "snap" in mark.catalogs
+    assert mark.position.next_offset > 3
 
 
 def test_show_with_a_wrong_password_prints_one_line_naming_the_principal(
