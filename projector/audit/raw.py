@@ -98,6 +98,24 @@ def _bytes(data: bytes, at: int) -> tuple[bytes, int]:
     return data[at:end], end
 
 
+def long_at(data: bytes, at: int) -> tuple[int, int]:
+    """The Avro long at `at`, and where the next field starts."""
+    return _long(data, at)
+
+
+def string_at(data: bytes, at: int) -> tuple[str, int]:
+    """The Avro string at `at`, and where the next field starts.
+
+    Raises:
+        NotAnEvent: The length runs past the end of the record, or the bytes are not UTF-8.
+    """
+    raw, at = _bytes(data, at)
+    try:
+        return raw.decode(), at
+    except UnicodeDecodeError as exc:
+        raise NotAnEvent("a string is not UTF-8") from exc
+
+
 def zigzag(value: int) -> bytes:
     """The Avro encoding of a long."""
     n = (value << 1) ^ (value >> 63)
@@ -161,7 +179,50 @@ def parse(data: bytes) -> RawEvent:
         raise NotAnEvent("a string is not UTF-8") from exc
 
 
-def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
+class Head(NamedTuple):
+    """An event record's envelope up to its intent's branch (`parse` reads on from `at`).
+
+    Attributes:
+        catalog: The catalog's name, as bytes.
+        resource_version: Its resource_version.
+        rv_span: Where the resource_version's bytes sit in the record (start, end).
+        leader_epoch: Its leader_epoch.
+        occurred_micros: Its time (microseconds since the epoch, UTC).
+        tables: `(table_id, version)` pairs of the envelope.
+        tables_span: Where the `tables` array's bytes sit in the record (start, end).
+        intent: The intent's record name (`TableCreated`, …).
+        at: Where the intent's fields start.
+    """
+
+    catalog: bytes
+    resource_version: int
+    rv_span: tuple[int, int]
+    leader_epoch: int
+    occurred_micros: int
+    tables: list[tuple[int, int]]
+    tables_span: tuple[int, int]
+    intent: str
+    at: int
+
+
+def head(data: bytes) -> Head:
+    """Read one record's envelope as far as its intent, with no model and no hash.
+
+    Raises:
+        NotAnEvent: The bytes are not a well-formed event record.
+    """
+    if data[:2] != MAGIC or len(data) < HEADER_LENGTH + 2 * _HASH_FIELD:
+        raise NotAnEvent("not a single-object encoded record")
+    writer = _WRITERS.get(data[2:HEADER_LENGTH])
+    if writer is None:
+        raise NotAnEvent(f"writer schema {data[2:HEADER_LENGTH].hex()} is not an event schema")
+    try:
+        return _head(data, writer[0])
+    except IndexError as exc:
+        raise NotAnEvent("the record is truncated") from exc
+
+
+def _head(data: bytes, names: tuple[str, ...]) -> Head:
     # Inline one-byte varints (lengths, epochs, small ids): a call per field halves the rate.
     at = HEADER_LENGTH
     for _ in (0, 1):  # event_id, then the catalog
@@ -222,6 +283,13 @@ def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
         raise NotAnEvent(f"intent branch {index} does not exist")
     index, at = index >> 1, at + 1
     intent = names[index]
+    return Head(catalog_bytes, resource_version, rv_span, leader_epoch, occurred, tables,
+                tables_span, intent, at)  # fmt: skip
+
+
+def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
+    (catalog_bytes, resource_version, rv_span, leader_epoch, occurred, tables, tables_span,
+     intent, at) = _head(data, names)  # fmt: skip
     fields: dict[str, Any] = {}
     if intent == "LeaderElected":
         leader_id, at = _bytes(data, at)
