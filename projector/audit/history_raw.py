@@ -31,7 +31,7 @@ from events.event import Event
 from events.keys import DATANODE_TABLE, REMOVED, TABLE_INFO, TABLE_ROUTE, table_info_key
 from projector.audit.history import TableHistory, begin, follow
 from projector.audit.lineage import Lineage, QualifiedName, Step
-from projector.audit.raw import NotAnEvent, head, long_at, string_at, zigzag
+from projector.audit.raw import Head, NotAnEvent, head, long_at, string_at, zigzag
 
 EPOCH_INTENTS = frozenset({"EpochAssigned", "StableEpochAdvanced"})
 """The events that give changes their epoch and their release; they name no table."""
@@ -40,15 +40,25 @@ _ID_KINDS = (TABLE_INFO, TABLE_ROUTE, DATANODE_TABLE)
 """Kinds of key named by a table id: only events whose envelope names the id write them."""
 
 
-def step_of(data: bytes) -> tuple[str, Step]:
+LINEAGE_INTENTS = frozenset(
+    {"TableCreated", "TableRecovered", "TableRenamed", "TableTruncated", "PartitionExchanged"}
+)
+"""The intents that create a lineage, move it to another id or name it; each starts with
+`table_id` in every schema version. The others only touch the tables of their envelope."""
+
+
+def step_of(data: bytes, envelope: Head | None = None) -> tuple[str, Step]:
     """A record's intent name and what it does to the lineages, read from its bytes.
 
-    Every intent read here starts with `table_id` in every schema version.
+    Args:
+        data: The record.
+        envelope: Its envelope, if read already (`raw.head`).
 
     Raises:
         NotAnEvent: The bytes are not a well-formed event record.
     """
-    envelope = head(data)
+    if envelope is None:
+        envelope = head(data)
     intent, at = envelope.intent, envelope.at
     tables = tuple(t for t, _ in envelope.tables)
     try:
@@ -94,30 +104,55 @@ def table_history_raw(
         ReplayError: No table in the log had that name or id.
     """
     lineage = Lineage()
-    members: dict[int, list[tuple[int, int]]] = {}  # lineage → (record, its id after)
-    by_table: dict[int, list[int]] = {}  # table id → the records whose envelope names it
+    tables: list[list[tuple[int, int]]] = []  # each record's envelope (none: not an event)
     epochs: list[int] = []
     for index, data in enumerate(records):
         try:
-            intent, step = step_of(data)
+            envelope = head(data)
         except NotAnEvent:
+            tables.append([])
             continue
-        if intent in EPOCH_INTENTS:
+        tables.append(envelope.tables)
+        if envelope.intent in LINEAGE_INTENTS:
+            lineage.apply(step_of(data, envelope)[1])
+        elif envelope.intent in EPOCH_INTENTS:
             epochs.append(index)
-            continue
-        for table in step.tables:
-            by_table.setdefault(table, []).append(index)
-        for touched in lineage.advance(step):
-            members.setdefault(touched, []).append((index, lineage.current_id(touched)))
     history, target = begin(catalog, lineage, name, table_id)
-    own = dict(members.get(target, ()))
+    own = _own(records, tables, lineage.ids[target])
     decoded = dict(_decoded(records, sorted(own)))
     needed = set(epochs)
     if decoded:
-        needed |= _writers(records, by_table, decoded, set(own.values()), max(decoded))
+        needed |= _writers(records, tables, decoded, set(own.values()), max(decoded))
     decoded.update(_decoded(records, sorted(needed - decoded.keys())))
     follow(history, ((decoded[i], own.get(i)) for i in sorted(decoded)))
     return history
+
+
+def _own(
+    records: Sequence[bytes], tables: list[list[tuple[int, int]]], ids: list[int]
+) -> dict[int, int]:
+    """The lineage's records (those `Lineage.advance` says touch it) → its id after each.
+
+    Only records whose envelope names one of its ids can; the lineage is followed
+    through them from its creation (`ids[0]`, never reused) as `Lineage` does.
+    """
+    had = set(ids)
+    own: dict[int, int] = {}
+    current: int | None = None
+    for index, pairs in enumerate(tables):
+        if not any(t in had for t, _ in pairs):
+            continue
+        _, step = step_of(records[index])
+        touched = current is not None and (
+            current == step.table_id or any(t == current for t, _ in pairs)
+        )
+        if step.created is not None and step.table_id == ids[0]:
+            current, touched = ids[0], True
+        elif step.moved is not None and current is not None and step.moved[0] == current:
+            current = step.moved[1]
+        if touched and current is not None:
+            own[index] = current
+    return own
 
 
 def _decoded(records: Sequence[bytes], indices: Sequence[int]) -> Iterator[tuple[int, Event]]:
@@ -130,7 +165,7 @@ def _decoded(records: Sequence[bytes], indices: Sequence[int]) -> Iterator[tuple
 
 
 def _writers(
-    records: Sequence[bytes], by_table: dict[int, list[int]], own: dict[int, Event],
+    records: Sequence[bytes], tables: list[list[tuple[int, int]]], own: dict[int, Event],
     own_ids: set[int], last: int,
 ) -> set[int]:
     """The records before `last` that write a key the table's events write or read.
@@ -150,12 +185,12 @@ def _writers(
                 keys.add(REMOVED + table_info_key(named))
                 ids.add(named)
     by_id = {k for k in keys if k.removeprefix(REMOVED).split("/", 1)[0] in _ID_KINDS}
-    found: set[int] = set()
     needles = [_avro_string(k) for k in by_id]
-    for table in ids:
-        for index in by_table.get(table, ()):
-            if index < last and any(n in records[index] for n in needles):
-                found.add(index)
+    found = {
+        index for index in range(last)
+        if any(t in ids for t, _ in tables[index])
+        and any(n in records[index] for n in needles)
+    }  # fmt: skip
     found |= _search(records[:last], [_avro_string(k) for k in keys - by_id])
     return found
 

@@ -78,21 +78,28 @@ class Lineage:
         """The lineages a step touches (before and after its id changes), ascending."""
         owner = self.owner
         touched = {owner[t] for t in step.tables if t in owner}
+        if step.table_id in owner:
+            touched.add(owner[step.table_id])
+        created = self.apply(step)
+        if created is not None:
+            touched.add(created)
+        return tuple(sorted(touched))
+
+    def apply(self, step: Step) -> int | None:
+        """Take the step's creation, id change or name; the lineage it created (or None)."""
         table_id = step.table_id
-        if table_id in owner:
-            touched.add(owner[table_id])
         if step.created is not None and table_id is not None:
             lineage = len(self.ids) + 1
-            owner[table_id] = lineage
+            self.owner[table_id] = lineage
             self.ids[lineage] = [table_id]
             self.names[lineage] = [step.created]
             self.holder[step.created] = lineage
-            touched.add(lineage)
-        elif step.moved is not None:
+            return lineage
+        if step.moved is not None:
             self._move(*step.moved)
         elif step.named is not None and table_id is not None:
             self._name(table_id, step.named)
-        return tuple(sorted(touched))
+        return None
 
     def _move(self, old: int, new: int) -> None:
         lineage = self.owner.pop(old, None)
