@@ -3,8 +3,8 @@
 Decoding is the cost of `table_history` over a big log, and a table's history
 needs few of the events. One pass over the records reads each envelope and,
 for the intents that move a lineage (create, rename, recover, truncate,
-exchange), their leading fields, without models (`projector.audit.raw`); that
-is enough to follow every lineage (`Lineage.advance`) and to find the table.
+exchange), their leading fields, without models (`projector.audit.raw.skim`); that
+is enough to follow every lineage (`Lineage.apply`) and to find the table.
 Then only these events are decoded and folded (`history.follow`):
 
 - the table's own events (the envelope names an id the lineage had then);
@@ -31,7 +31,7 @@ from events.event import Event
 from events.keys import DATANODE_TABLE, REMOVED, TABLE_INFO, TABLE_ROUTE, table_info_key
 from projector.audit.history import TableHistory, begin, follow
 from projector.audit.lineage import Lineage, QualifiedName, Step
-from projector.audit.raw import Head, NotAnEvent, head, long_at, string_at, zigzag
+from projector.audit.raw import Head, NotAnEvent, head, long_at, skim, string_at, zigzag
 
 EPOCH_INTENTS = frozenset({"EpochAssigned", "StableEpochAdvanced"})
 """The events that give changes their epoch and their release; they name no table."""
@@ -104,44 +104,56 @@ def table_history_raw(
         ReplayError: No table in the log had that name or id.
     """
     lineage = Lineage()
-    tables: list[list[tuple[int, int]]] = []  # each record's envelope (none: not an event)
+    envelopes: list[bytes] = []  # each record's `tables` array as bytes (empty: not an event)
     epochs: list[int] = []
     for index, data in enumerate(records):
         try:
-            envelope = head(data)
+            (start, end), intent, _ = skim(data)
         except NotAnEvent:
-            tables.append([])
+            envelopes.append(b"")
             continue
-        tables.append(envelope.tables)
-        if envelope.intent in LINEAGE_INTENTS:
-            lineage.apply(step_of(data, envelope)[1])
-        elif envelope.intent in EPOCH_INTENTS:
+        envelopes.append(data[start:end])
+        if intent in LINEAGE_INTENTS:
+            lineage.apply(step_of(data)[1])
+        elif intent in EPOCH_INTENTS:
             epochs.append(index)
     history, target = begin(catalog, lineage, name, table_id)
-    own = _own(records, tables, lineage.ids[target])
+    own = _own(records, envelopes, lineage.ids[target])
     decoded = dict(_decoded(records, sorted(own)))
     needed = set(epochs)
     if decoded:
-        needed |= _writers(records, tables, decoded, set(own.values()), max(decoded))
+        needed |= _writers(records, envelopes, decoded, set(own.values()), max(decoded))
     decoded.update(_decoded(records, sorted(needed - decoded.keys())))
     follow(history, ((decoded[i], own.get(i)) for i in sorted(decoded)))
     return history
 
 
-def _own(
-    records: Sequence[bytes], tables: list[list[tuple[int, int]]], ids: list[int]
-) -> dict[int, int]:
+def _naming(
+    records: Sequence[bytes], envelopes: list[bytes], ids: set[int], last: int
+) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+    """The records before `last` whose envelope names one of `ids`, with the envelope's pairs.
+
+    An id's Avro bytes in the array's bytes find the candidates; reading the
+    envelope (`raw.head`) drops the false ones (a version's byte and the next id's).
+    """
+    needles = [zigzag(i) for i in ids]
+    for index in range(last):
+        tables = envelopes[index]
+        if tables and any(n in tables for n in needles):
+            pairs = head(records[index]).tables
+            if any(t in ids for t, _ in pairs):
+                yield index, pairs
+
+
+def _own(records: Sequence[bytes], envelopes: list[bytes], ids: list[int]) -> dict[int, int]:
     """The lineage's records (those `Lineage.advance` says touch it) → its id after each.
 
     Only records whose envelope names one of its ids can; the lineage is followed
     through them from its creation (`ids[0]`, never reused) as `Lineage` does.
     """
-    had = set(ids)
     own: dict[int, int] = {}
     current: int | None = None
-    for index, pairs in enumerate(tables):
-        if not any(t in had for t, _ in pairs):
-            continue
+    for index, pairs in _naming(records, envelopes, set(ids), len(records)):
         _, step = step_of(records[index])
         touched = current is not None and (
             current == step.table_id or any(t == current for t, _ in pairs)
@@ -165,7 +177,7 @@ def _decoded(records: Sequence[bytes], indices: Sequence[int]) -> Iterator[tuple
 
 
 def _writers(
-    records: Sequence[bytes], tables: list[list[tuple[int, int]]], own: dict[int, Event],
+    records: Sequence[bytes], envelopes: list[bytes], own: dict[int, Event],
     own_ids: set[int], last: int,
 ) -> set[int]:
     """The records before `last` that write a key the table's events write or read.
@@ -186,11 +198,8 @@ def _writers(
                 ids.add(named)
     by_id = {k for k in keys if k.removeprefix(REMOVED).split("/", 1)[0] in _ID_KINDS}
     needles = [_avro_string(k) for k in by_id]
-    found = {
-        index for index in range(last)
-        if any(t in ids for t, _ in tables[index])
-        and any(n in records[index] for n in needles)
-    }  # fmt: skip
+    found = {index for index, _ in _naming(records, envelopes, ids, last)
+             if any(n in records[index] for n in needles)}  # fmt: skip
     found |= _search(records[:last], [_avro_string(k) for k in keys - by_id])
     return found
 

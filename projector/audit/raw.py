@@ -11,6 +11,7 @@ the leader wrote.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -220,6 +221,62 @@ def head(data: bytes) -> Head:
         return _head(data, writer[0])
     except IndexError as exc:
         raise NotAnEvent("the record is truncated") from exc
+
+
+_VARINTS = [re.compile(rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % n, re.DOTALL) for n in range(9)]
+"""`_VARINTS[n]` matches n Avro longs (any long ends at its first byte below 0x80)."""
+
+
+def skim(data: bytes) -> tuple[tuple[int, int], str, int]:
+    """`head`'s walk without its values: where the `tables` array sits, the intent, where its
+    fields start. About three times faster than `head`, for a pass over every record.
+
+    Raises:
+        NotAnEvent: The bytes are not a well-formed event record.
+    """
+    writer = _WRITERS.get(data[2:HEADER_LENGTH])
+    if writer is None or data[:2] != MAGIC:
+        raise NotAnEvent("not an event record")
+    names = writer[0]
+    try:
+        at = HEADER_LENGTH
+        for _ in (0, 1):  # event_id, then the catalog
+            size = data[at]
+            if size & 0x80:
+                size, at = _long(data, at)
+            else:
+                size, at = size >> 1, at + 1
+            at += size
+        at = _VARINTS[3].match(data, at).end()  # type: ignore[union-attr]  # rv, epochs
+        strings = 2 if data[at] else 1  # command_id (null, or a string), then the actor
+        at += 1
+        for _ in range(strings):
+            size = data[at]
+            if size & 0x80:
+                size, at = _long(data, at)
+            else:
+                size, at = size >> 1, at + 1
+            at += size
+        at = _VARINTS[1].match(data, at).end()  # type: ignore[union-attr]  # occurred_at
+        start = at
+        while True:
+            count = data[at]
+            if count & 0x80 or count & 1:  # a big or a sized block: read it as `head` does
+                envelope = _head(data, names)
+                return envelope.tables_span, envelope.intent, envelope.at
+            at += 1
+            if not count:
+                break
+            count >>= 1
+            skip = _VARINTS[2 * count] if count <= 4 else re.compile(
+                rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % (2 * count), re.DOTALL)
+            at = skip.match(data, at).end()  # type: ignore[union-attr]
+        index = data[at]
+    except (IndexError, AttributeError) as exc:
+        raise NotAnEvent("the record is truncated") from exc
+    if index & 0x80 or index & 1 or index >> 1 >= len(names):
+        raise NotAnEvent(f"intent branch {index} does not exist")
+    return (start, at), names[index >> 1], at + 1
 
 
 def _head(data: bytes, names: tuple[str, ...]) -> Head:

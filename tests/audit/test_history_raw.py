@@ -10,6 +10,7 @@ from events.event import Event
 from events.intents import TableCreated, TableRenamed
 from projector.audit.history import table_history
 from projector.audit.history_raw import table_history_raw
+from projector.audit.raw import head, skim
 from projector.errors import ReplayError
 from tests.audit.scripted import EXPECTED_U, lifecycle
 from tests.domain.builders import CATALOG
@@ -65,3 +66,14 @@ def test_a_name_no_table_had_is_an_error_from_raw_records() -> None:
     records = [encode_event(e) for e in lifecycle().events]
     with pytest.raises(ReplayError, match=r"ever had `public\.nope`"):
         table_history_raw(CATALOG, records, ("public", "nope"))
+
+
+def test_skim_finds_what_head_reads_in_every_record() -> None:
+    workload = Workload(["c1"], 5, partitions=True)
+    workload.run_events(800)
+    for event in workload.catalogs["c1"].events:
+        data = encode_event(event)
+        envelope = head(data)
+        assert skim(data) == (envelope.tables_span, envelope.intent, envelope.at)
+        start, end = envelope.tables_span
+        assert len(event.tables) == len(envelope.tables) and end > start
