@@ -21,6 +21,7 @@ The result is the same as `table_history` over the decoded log.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from itertools import accumulate
@@ -35,6 +36,9 @@ from projector.audit.raw import Head, NotAnEvent, head, long_at, skim, string_at
 
 EPOCH_INTENTS = frozenset({"EpochAssigned", "StableEpochAdvanced"})
 """The events that give changes their epoch and their release; they name no table."""
+
+_VARINT_RUN = re.compile(rb"[\x80-\xff]*[\x00-\x7f]", re.DOTALL)
+"""One Avro long's bytes."""
 
 _ID_KINDS = (TABLE_INFO, TABLE_ROUTE, DATANODE_TABLE)
 """Kinds of key named by a table id: only events whose envelope names the id write them."""
@@ -133,16 +137,22 @@ def _naming(
 ) -> Iterator[tuple[int, list[tuple[int, int]]]]:
     """The records before `last` whose envelope names one of `ids`, with the envelope's pairs.
 
-    An id's Avro bytes in the array's bytes find the candidates; reading the
-    envelope (`raw.head`) drops the false ones (a version's byte and the next id's).
+    Most envelopes hold one pair (the count 2, zigzag of 1, then the id's bytes):
+    those are checked on the id's bytes; the others are read (`raw.head`).
     """
-    needles = [zigzag(i) for i in ids]
+    wanted = {zigzag(i) for i in ids}
+    first_id = _VARINT_RUN.match
     for index in range(last):
         tables = envelopes[index]
-        if tables and any(n in tables for n in needles):
-            pairs = head(records[index]).tables
-            if any(t in ids for t, _ in pairs):
-                yield index, pairs
+        if not tables or tables[0] == 0:  # not an event, or no table
+            continue
+        if tables[0] == 2:
+            end = first_id(tables, 1)
+            if end is None or tables[1 : end.end()] not in wanted:
+                continue
+        pairs = head(records[index]).tables
+        if any(t in ids for t, _ in pairs):
+            yield index, pairs
 
 
 def _own(records: Sequence[bytes], envelopes: list[bytes], ids: list[int]) -> dict[int, int]:
