@@ -63,35 +63,39 @@ def step_of(data: bytes, envelope: Head | None = None) -> tuple[str, Step]:
     """
     if envelope is None:
         envelope = head(data)
-    intent, at = envelope.intent, envelope.at
-    tables = tuple(t for t, _ in envelope.tables)
+    return envelope.intent, _step(data, tuple(t for t, _ in envelope.tables), envelope.intent,
+                                  envelope.at)  # fmt: skip
+
+
+def _step(data: bytes, tables: tuple[int, ...], intent: str, at: int) -> Step:
+    """The step of an intent whose fields start at `at` (see `step_of`)."""
     try:
         if intent == "TableCreated" or intent == "TableRecovered":
             table_id, at = long_at(data, at)
             schema, at = string_at(data, at)
             table, _ = string_at(data, at)
             if intent == "TableCreated":
-                return intent, Step(tables, table_id, created=(schema, table))
-            return intent, Step(tables, table_id, named=(schema, table))
+                return Step(tables, table_id, created=(schema, table))
+            return Step(tables, table_id, named=(schema, table))
         if intent == "TableRenamed":
             table_id, at = long_at(data, at)
             schema, at = string_at(data, at)
             _, at = string_at(data, at)
             table, _ = string_at(data, at)
-            return intent, Step(tables, table_id, named=(schema, table))
+            return Step(tables, table_id, named=(schema, table))
         if intent == "TableTruncated":
             table_id, at = long_at(data, at)
             new_id, _ = long_at(data, at)
-            return intent, Step(tables, table_id, moved=(table_id, new_id))
+            return Step(tables, table_id, moved=(table_id, new_id))
         if intent == "PartitionExchanged":
             table_id, at = long_at(data, at)
             _, at = string_at(data, at)
             partition_id, at = long_at(data, at)
             other_id, _ = long_at(data, at)
-            return intent, Step(tables, table_id, moved=(other_id, partition_id))
+            return Step(tables, table_id, moved=(other_id, partition_id))
     except IndexError as exc:
         raise NotAnEvent("the record is truncated") from exc
-    return intent, Step(tables, None)
+    return Step(tables, None)
 
 
 def table_history_raw(
@@ -112,13 +116,13 @@ def table_history_raw(
     epochs: list[int] = []
     for index, data in enumerate(records):
         try:
-            (start, end), intent, _ = skim(data)
+            (start, end), intent, at = skim(data)
         except NotAnEvent:
             envelopes.append(b"")
             continue
         envelopes.append(data[start:end])
         if intent in LINEAGE_INTENTS:
-            lineage.apply(step_of(data)[1])
+            lineage.apply(_step(data, (), intent, at))
         elif intent in EPOCH_INTENTS:
             epochs.append(index)
     history, target = begin(catalog, lineage, name, table_id)
