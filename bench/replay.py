@@ -16,8 +16,14 @@ stopped at the end; prints one JSON document). Phases, in one run:
   (`projector.replay.asof.replay_as_of`: read, decode, fold);
 - a snapshot written 1,000 events below a point near the end, then the
   replay to the point from it (load + the tail);
-- the history of one table (`metalog.cli_history.history_of`): reads and
-  decodes the whole log, then two passes.
+- the history of one table (`metalog.cli_history.history_of`): reads the
+  records raw, follows the lineages from their bytes and decodes only the
+  events the history needs (`projector.audit.history_raw`); beside it the raw
+  consume of the same records (the floor: reading them from Kafka) and the
+  full decode (`table_history` over every event decoded, the old path), whose
+  result must be the same.
+
+`--history-only` skips the replay phases (for a bigger log in minutes).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from events.topics import Topics
 from metalog import stack
 from metalog.cli_history import history_of
 from metalog.stack_config import StackConfig
+from projector.audit.history import table_history
 from projector.kafka.clients import new_consumer, next_batch
 from projector.kafka.topics import create_metalog_topics
 from projector.replay.asof import replay_as_of
@@ -72,7 +79,35 @@ def fetch(bootstrap: str, topics: Topics) -> list[bytes]:
         consumer.close()
 
 
-def run(bootstrap: str, tables: int, events: int) -> dict[str, Any]:
+def _history(bootstrap: str, topics: Topics, table: str, count: int) -> dict[str, Any]:
+    """One table's history: raw consume, the filtered history, the full decode; figures."""
+    out: dict[str, Any] = {}
+    gc.disable()
+    started = time.perf_counter()
+    records = list(LogReader(bootstrap, topics, CATALOG).raw())
+    consume_s = time.perf_counter() - started
+    gc.enable()
+    assert len(records) == count
+    del records
+    out["raw_consume_events_per_s"] = round(count / consume_s)
+    gc.disable()
+    started = time.perf_counter()
+    history = history_of(bootstrap, topics, CATALOG, table, None)
+    out["history_s"] = round(time.perf_counter() - started, 2)
+    gc.enable()
+    out["history_changes"] = len(history.changes)
+    schema, _, rest = table.partition(".")
+    gc.disable()
+    started = time.perf_counter()
+    full = table_history(CATALOG, list(LogReader(bootstrap, topics, CATALOG).events()),
+                         (schema, rest))  # fmt: skip
+    out["history_full_decode_s"] = round(time.perf_counter() - started, 2)
+    gc.enable()
+    assert full.document() == history.document()
+    return out
+
+
+def run(bootstrap: str, tables: int, events: int, history_only: bool = False) -> dict[str, Any]:
     """Every phase on one broker; figures as a dict."""
     topics = Topics(f"bench-replay-{uuid.uuid4().hex[:8]}")
     create_metalog_topics(bootstrap, topics.prefix, 1)
@@ -86,6 +121,11 @@ def run(bootstrap: str, tables: int, events: int) -> dict[str, Any]:
     del log
     out: dict[str, Any] = {"events": count, "tables": tables,
                            "log_s": round(time.perf_counter() - started, 1)}  # fmt: skip
+    name_of = f"{name.schema_name}.{name.table_name}"
+    if history_only:
+        out.update(_history(bootstrap, topics, name_of, count))
+        out["load_average"] = os.getloadavg()
+        return out
     records = fetch(bootstrap, topics)
     assert len(records) == count
     gc.disable()
@@ -119,13 +159,7 @@ def run(bootstrap: str, tables: int, events: int) -> dict[str, Any]:
         out["from_snapshot_s"] = round(time.perf_counter() - started, 2)
         gc.enable()
         assert near.resource_version == point
-    gc.disable()
-    started = time.perf_counter()
-    history = history_of(bootstrap, topics, CATALOG, f"{name.schema_name}.{name.table_name}",
-                         None)  # fmt: skip
-    out["history_s"] = round(time.perf_counter() - started, 2)
-    gc.enable()
-    out["history_changes"] = len(history.changes)
+    out.update(_history(bootstrap, topics, name_of, count))
     out["load_average"] = os.getloadavg()
     return out
 
@@ -135,13 +169,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=100_000)
     parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--history-only", action="store_true",
+                        help="only the history phases (raw consume, filtered, full decode)")
     args = parser.parse_args()
     port = free_port_pair(BENCH_PORTS)
     with tempfile.TemporaryDirectory(prefix="metalog-bench-replay-") as tmp:
         config = StackConfig(state_dir=Path(tmp), port=port, controller_port=port + 1)
         stack.up(config)
         try:
-            print(json.dumps(run(config.bootstrap, args.tables, args.events)))
+            print(json.dumps(run(config.bootstrap, args.tables, args.events, args.history_only)))
         finally:
             stack.down(config)
 

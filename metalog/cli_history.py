@@ -15,7 +15,8 @@ from metalog.cli_follow import DEFAULT_SNAPSHOTS
 from metalog.cli_json import add_json_flag, print_json
 from metalog.cli_replay import add_log_options
 from projector.audit.diff import catalog_diff
-from projector.audit.history import TableHistory, table_history
+from projector.audit.history import TableHistory
+from projector.audit.history_raw import table_history_raw
 from projector.audit.page import history_page
 from projector.errors import ReplayError
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
@@ -29,7 +30,7 @@ def history_of(
     reader: KafkaSecurity = PLAINTEXT,
 ) -> TableHistory:
     """The history of `table` (`SCHEMA.TABLE`) or of the table that had `table_id`, from the log
-    (read with the `reader` settings).
+    (read with the `reader` settings; only the events the history needs are decoded).
 
     Raises:
         ReplayError: The name is malformed, or no table had it.
@@ -40,8 +41,8 @@ def history_of(
         if not dot or not schema or not rest:
             raise ReplayError(f"`{table}` is not SCHEMA.TABLE: name the schema, e.g. public.orders")
         name = (schema, rest)
-    events = list(LogReader(bootstrap, topics, catalog, security=reader).events())
-    return table_history(catalog, events, name, table_id)
+    records = list(LogReader(bootstrap, topics, catalog, security=reader).raw())
+    return table_history_raw(catalog, records, name, table_id)
 
 
 def _history(args: argparse.Namespace) -> int:

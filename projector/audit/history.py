@@ -5,12 +5,14 @@ them). Two passes over the events: the first finds the table's lineage
 (`projector.audit.lineage`) by its name or an id it had; the second follows
 it again, keeps every key's value (a plain dict the mutations update, no
 fold) for the key-level diff of each change, and the epochs `Publish` and
-`AdvanceStableEpoch` gave the changes in explicit mode.
+`AdvanceStableEpoch` gave the changes in explicit mode. Over a big log,
+`projector.audit.history_raw` does the same from the records' bytes and
+decodes only the events the table's history needs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -108,6 +110,19 @@ def table_history(
     lineage = Lineage()
     for event in events:
         lineage.step(event)
+    history, target = begin(catalog, lineage, name, table_id)
+    follow(history, _touching(events, target))
+    return history
+
+
+def begin(
+    catalog: str, lineage: Lineage, name: QualifiedName | None, table_id: int | None
+) -> tuple[TableHistory, int]:
+    """The table's history with no changes yet, and its lineage, from the whole log's lineage.
+
+    Raises:
+        ReplayError: No table in the log had that name or id.
+    """
     target = lineage.by_name(name) if name is not None else lineage.by_id(table_id or 0)
     if target is None:
         what = f"`{name[0]}.{name[1]}`" if name is not None else f"id {table_id}"
@@ -118,17 +133,30 @@ def table_history(
     history = TableHistory(
         catalog, [f"{s}.{t}" for s, t in lineage.names[target]], list(lineage.ids[target])
     )
-    _follow(history, events, target)
-    return history
+    return history, target
 
 
-def _follow(history: TableHistory, events: Sequence[Event], target: int) -> None:
+def _touching(events: Iterable[Event], target: int) -> Iterator[tuple[Event, int | None]]:
     lineage = Lineage()
+    for event in events:
+        touched = target in lineage.step(event)
+        yield event, lineage.current_id(target) if touched else None
+
+
+def follow(history: TableHistory, events: Iterable[tuple[Event, int | None]]) -> None:
+    """Add the table's changes to `history`.
+
+    Args:
+        history: The table's history.
+        events: In log order, each event with the table's id after it when the event
+            changes the table (None: it does not). Every event that wrote a key the
+            table's events write must be there (the key-level diffs need the value
+            before), and the epoch events (`EpochAssigned`, `StableEpochAdvanced`).
+    """
     state: dict[str, KeyValue] = {}
     by_rv: dict[int, TableChange] = {}
-    for event in events:
+    for event, table_id in events:
         intent = event.intent
-        touched = target in lineage.step(event)
         if isinstance(intent, EpochAssigned):
             for rv in intent.resource_versions:
                 if rv in by_rv:
@@ -143,9 +171,8 @@ def _follow(history: TableHistory, events: Sequence[Event], target: int) -> None
             continue
         statement = ddl(intent, lambda table: _name_of(state, table))
         keys = mutation_changes(state, event.mutations)
-        if not touched:
+        if table_id is None:
             continue
-        table_id = lineage.current_id(target)
         version = next((t.version for t in event.tables if t.table_id == table_id), 0)
         change = TableChange(
             event.resource_version, table_id, version, history.names[-1], event.schema_epoch,

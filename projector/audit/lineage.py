@@ -9,6 +9,7 @@ reads events in log order and says which lineages each one touches; pure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from events.event import Event
 from events.intents import (
@@ -21,6 +22,24 @@ from events.intents import (
 
 QualifiedName = tuple[str, str]
 """(schema, table)."""
+
+
+class Step(NamedTuple):
+    """What one event does to the lineages, read from its model or from its bytes.
+
+    Attributes:
+        tables: The table ids of the envelope.
+        table_id: The intent's `table_id` (None: it has none).
+        created: A `TableCreated`'s name (the new table is `table_id`).
+        moved: A truncate's or an exchange's (old id, new id) of the moving lineage.
+        named: The name a rename or a recover gives `table_id`.
+    """
+
+    tables: tuple[int, ...]
+    table_id: int | None
+    created: QualifiedName | None = None
+    moved: tuple[int, int] | None = None
+    named: QualifiedName | None = None
 
 
 @dataclass(slots=True)
@@ -42,26 +61,45 @@ class Lineage:
     def step(self, event: Event) -> tuple[int, ...]:
         """The lineages `event` touches (before and after its id changes), ascending."""
         intent = event.intent
-        touched = {self.owner[t.table_id] for t in event.tables if t.table_id in self.owner}
-        table_id = getattr(intent, "table_id", None)
-        if table_id in self.owner:
-            touched.add(self.owner[table_id])
+        step = Step(tuple(t.table_id for t in event.tables), getattr(intent, "table_id", None))
         if isinstance(intent, TableCreated):
-            lineage = len(self.ids) + 1
-            self.owner[intent.table_id] = lineage
-            self.ids[lineage] = [intent.table_id]
-            self.names[lineage] = [(intent.schema_name, intent.table_name)]
-            self.holder[(intent.schema_name, intent.table_name)] = lineage
-            touched.add(lineage)
+            step = step._replace(created=(intent.schema_name, intent.table_name))
         elif isinstance(intent, TableTruncated):
-            self._move(intent.table_id, intent.new_table_id)
+            step = step._replace(moved=(intent.table_id, intent.new_table_id))
         elif isinstance(intent, PartitionExchanged):
-            self._move(intent.other_table_id, intent.partition_id)
+            step = step._replace(moved=(intent.other_table_id, intent.partition_id))
         elif isinstance(intent, TableRenamed):
-            self._name(intent.table_id, (intent.schema_name, intent.new_table_name))
+            step = step._replace(named=(intent.schema_name, intent.new_table_name))
         elif isinstance(intent, TableRecovered):
-            self._name(intent.table_id, (intent.schema_name, intent.table_name))
+            step = step._replace(named=(intent.schema_name, intent.table_name))
+        return self.advance(step)
+
+    def advance(self, step: Step) -> tuple[int, ...]:
+        """The lineages a step touches (before and after its id changes), ascending."""
+        owner = self.owner
+        touched = {owner[t] for t in step.tables if t in owner}
+        if step.table_id in owner:
+            touched.add(owner[step.table_id])
+        created = self.apply(step)
+        if created is not None:
+            touched.add(created)
         return tuple(sorted(touched))
+
+    def apply(self, step: Step) -> int | None:
+        """Take the step's creation, id change or name; the lineage it created (or None)."""
+        table_id = step.table_id
+        if step.created is not None and table_id is not None:
+            lineage = len(self.ids) + 1
+            self.owner[table_id] = lineage
+            self.ids[lineage] = [table_id]
+            self.names[lineage] = [step.created]
+            self.holder[step.created] = lineage
+            return lineage
+        if step.moved is not None:
+            self._move(*step.moved)
+        elif step.named is not None and table_id is not None:
+            self._name(table_id, step.named)
+        return None
 
     def _move(self, old: int, new: int) -> None:
         lineage = self.owner.pop(old, None)

@@ -11,6 +11,7 @@ the leader wrote.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -98,6 +99,24 @@ def _bytes(data: bytes, at: int) -> tuple[bytes, int]:
     return data[at:end], end
 
 
+def long_at(data: bytes, at: int) -> tuple[int, int]:
+    """The Avro long at `at`, and where the next field starts."""
+    return _long(data, at)
+
+
+def string_at(data: bytes, at: int) -> tuple[str, int]:
+    """The Avro string at `at`, and where the next field starts.
+
+    Raises:
+        NotAnEvent: The length runs past the end of the record, or the bytes are not UTF-8.
+    """
+    raw, at = _bytes(data, at)
+    try:
+        return raw.decode(), at
+    except UnicodeDecodeError as exc:
+        raise NotAnEvent("a string is not UTF-8") from exc
+
+
 def zigzag(value: int) -> bytes:
     """The Avro encoding of a long."""
     n = (value << 1) ^ (value >> 63)
@@ -161,7 +180,106 @@ def parse(data: bytes) -> RawEvent:
         raise NotAnEvent("a string is not UTF-8") from exc
 
 
-def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
+class Head(NamedTuple):
+    """An event record's envelope up to its intent's branch (`parse` reads on from `at`).
+
+    Attributes:
+        catalog: The catalog's name, as bytes.
+        resource_version: Its resource_version.
+        rv_span: Where the resource_version's bytes sit in the record (start, end).
+        leader_epoch: Its leader_epoch.
+        occurred_micros: Its time (microseconds since the epoch, UTC).
+        tables: `(table_id, version)` pairs of the envelope.
+        tables_span: Where the `tables` array's bytes sit in the record (start, end).
+        intent: The intent's record name (`TableCreated`, …).
+        at: Where the intent's fields start.
+    """
+
+    catalog: bytes
+    resource_version: int
+    rv_span: tuple[int, int]
+    leader_epoch: int
+    occurred_micros: int
+    tables: list[tuple[int, int]]
+    tables_span: tuple[int, int]
+    intent: str
+    at: int
+
+
+def head(data: bytes) -> Head:
+    """Read one record's envelope as far as its intent, with no model and no hash.
+
+    Raises:
+        NotAnEvent: The bytes are not a well-formed event record.
+    """
+    if data[:2] != MAGIC or len(data) < HEADER_LENGTH + 2 * _HASH_FIELD:
+        raise NotAnEvent("not a single-object encoded record")
+    writer = _WRITERS.get(data[2:HEADER_LENGTH])
+    if writer is None:
+        raise NotAnEvent(f"writer schema {data[2:HEADER_LENGTH].hex()} is not an event schema")
+    try:
+        return _head(data, writer[0])
+    except IndexError as exc:
+        raise NotAnEvent("the record is truncated") from exc
+
+
+_VARINTS = [re.compile(rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % n, re.DOTALL) for n in range(9)]
+"""`_VARINTS[n]` matches n Avro longs (any long ends at its first byte below 0x80)."""
+
+
+def skim(data: bytes) -> tuple[tuple[int, int], str, int]:
+    """`head`'s walk without its values: where the `tables` array sits, the intent, where its
+    fields start. About three times faster than `head`, for a pass over every record.
+
+    Raises:
+        NotAnEvent: The bytes are not a well-formed event record.
+    """
+    writer = _WRITERS.get(data[2:HEADER_LENGTH])
+    if writer is None or data[:2] != MAGIC:
+        raise NotAnEvent("not an event record")
+    names = writer[0]
+    try:
+        at = HEADER_LENGTH
+        for _ in (0, 1):  # event_id, then the catalog
+            size = data[at]
+            if size & 0x80:
+                size, at = _long(data, at)
+            else:
+                size, at = size >> 1, at + 1
+            at += size
+        at = _VARINTS[3].match(data, at).end()  # type: ignore[union-attr]  # rv, epochs
+        strings = 2 if data[at] else 1  # command_id (null, or a string), then the actor
+        at += 1
+        for _ in range(strings):
+            size = data[at]
+            if size & 0x80:
+                size, at = _long(data, at)
+            else:
+                size, at = size >> 1, at + 1
+            at += size
+        at = _VARINTS[1].match(data, at).end()  # type: ignore[union-attr]  # occurred_at
+        start = at
+        while True:
+            count = data[at]
+            if count & 0x80 or count & 1:  # a big or a sized block: read it as `head` does
+                envelope = _head(data, names)
+                return envelope.tables_span, envelope.intent, envelope.at
+            at += 1
+            if not count:
+                break
+            count >>= 1
+            skip = _VARINTS[2 * count] if count <= 4 else re.compile(
+                rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % (2 * count), re.DOTALL)
+            at = skip.match(data, at).end()  # type: ignore[union-attr]
+        index = data[at]
+    except (IndexError, AttributeError) as exc:
+        raise NotAnEvent("the record is truncated") from exc
+    if index & 0x80 or index & 1 or index >> 1 >= len(names):
+        raise NotAnEvent(f"intent branch {index} does not exist")
+    return (start, at), names[index >> 1], at + 1
+
+
+def _head(data: bytes, names: tuple[str, ...]) -> Head:
     # Inline one-byte varints (lengths, epochs, small ids): a call per field halves the rate.
     at = HEADER_LENGTH
     for _ in (0, 1):  # event_id, then the catalog
@@ -222,6 +340,13 @@ def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
         raise NotAnEvent(f"intent branch {index} does not exist")
     index, at = index >> 1, at + 1
     intent = names[index]
+    return Head(catalog_bytes, resource_version, rv_span, leader_epoch, occurred, tables,
+                tables_span, intent, at)  # fmt: skip
+
+
+def _parse(data: bytes, names: tuple[str, ...], traced: bool) -> RawEvent:
+    (catalog_bytes, resource_version, rv_span, leader_epoch, occurred, tables, tables_span,
+     intent, at) = _head(data, names)  # fmt: skip
     fields: dict[str, Any] = {}
     if intent == "LeaderElected":
         leader_id, at = _bytes(data, at)

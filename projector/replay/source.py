@@ -64,6 +64,18 @@ class LogReader:
         Raises:
             KafkaException: The cluster or the events topic cannot be reached.
         """
+        for data in self.raw():
+            try:
+                yield decode_event(data)
+            except DecodeError:
+                self.unreadable += 1
+
+    def raw(self) -> Generator[bytes, None, None]:
+        """The catalog's records as bytes, in log order, not decoded (the audit reads them raw).
+
+        Raises:
+            KafkaException: The cluster or the events topic cannot be reached.
+        """
         consumer = new_consumer(self.bootstrap, self.security)
         try:
             count = partition_count(consumer, self.topics.events)
@@ -84,11 +96,7 @@ class LogReader:
                             return  # everything committed is read (an open transaction waits)
                         raise KafkaException(error)
                     self.offset = message.offset() or 0
-                    if message.key() != key:
-                        continue
-                    try:
-                        yield decode_event(message.value() or b"")
-                    except DecodeError:
-                        self.unreadable += 1
+                    if message.key() == key:
+                        yield message.value() or b""
         finally:
             consumer.close()

@@ -1,0 +1,239 @@
+"""One table's history from a catalog's records as bytes: only what it needs is decoded.
+
+Decoding is the cost of `table_history` over a big log, and a table's history
+needs few of the events. One pass over the records reads each envelope and,
+for the intents that move a lineage (create, rename, recover, truncate,
+exchange), their leading fields, without models (`projector.audit.raw.skim`); that
+is enough to follow every lineage (`Lineage.apply`) and to find the table.
+Then only these events are decoded and folded (`history.follow`):
+
+- the table's own events (the envelope names an id the lineage had then);
+- every earlier event that wrote a key the table's events write or read (for
+  each key's value before a change): a record that writes a key holds the
+  key's Avro string. A key of a table id (`__table_info/7`, its route, its
+  datanode keys) is written only by events whose envelope names the id, so
+  only those are searched; a key of a name (`__table_name/…`, label rules) is
+  searched for in every earlier record;
+- the epoch events (`EpochAssigned`, `StableEpochAdvanced`), few in auto mode.
+
+The result is the same as `table_history` over the decoded log.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from itertools import accumulate
+
+from events.codec import decode_event
+from events.errors import DecodeError
+from events.event import Event
+from events.keys import DATANODE_TABLE, REMOVED, TABLE_INFO, TABLE_ROUTE, table_info_key
+from projector.audit.history import TableHistory, begin, follow
+from projector.audit.lineage import Lineage, QualifiedName, Step
+from projector.audit.raw import Head, NotAnEvent, head, long_at, skim, string_at, zigzag
+
+EPOCH_INTENTS = frozenset({"EpochAssigned", "StableEpochAdvanced"})
+"""The events that give changes their epoch and their release; they name no table."""
+
+_VARINT_RUN = re.compile(rb"[\x80-\xff]*[\x00-\x7f]", re.DOTALL)
+"""One Avro long's bytes."""
+
+_ID_KINDS = (TABLE_INFO, TABLE_ROUTE, DATANODE_TABLE)
+"""Kinds of key named by a table id: only events whose envelope names the id write them."""
+
+
+LINEAGE_INTENTS = frozenset(
+    {"TableCreated", "TableRecovered", "TableRenamed", "TableTruncated", "PartitionExchanged"}
+)
+"""The intents that create a lineage, move it to another id or name it; each starts with
+`table_id` in every schema version. The others only touch the tables of their envelope."""
+
+
+def step_of(data: bytes, envelope: Head | None = None) -> tuple[str, Step]:
+    """A record's intent name and what it does to the lineages, read from its bytes.
+
+    Args:
+        data: The record.
+        envelope: Its envelope, if read already (`raw.head`).
+
+    Raises:
+        NotAnEvent: The bytes are not a well-formed event record.
+    """
+    if envelope is None:
+        envelope = head(data)
+    return envelope.intent, _step(data, tuple(t for t, _ in envelope.tables), envelope.intent,
+                                  envelope.at)  # fmt: skip
+
+
+def _step(data: bytes, tables: tuple[int, ...], intent: str, at: int) -> Step:
+    """The step of an intent whose fields start at `at` (see `step_of`)."""
+    try:
+        if intent == "TableCreated" or intent == "TableRecovered":
+            table_id, at = long_at(data, at)
+            schema, at = string_at(data, at)
+            table, _ = string_at(data, at)
+            if intent == "TableCreated":
+                return Step(tables, table_id, created=(schema, table))
+            return Step(tables, table_id, named=(schema, table))
+        if intent == "TableRenamed":
+            table_id, at = long_at(data, at)
+            schema, at = string_at(data, at)
+            _, at = string_at(data, at)
+            table, _ = string_at(data, at)
+            return Step(tables, table_id, named=(schema, table))
+        if intent == "TableTruncated":
+            table_id, at = long_at(data, at)
+            new_id, _ = long_at(data, at)
+            return Step(tables, table_id, moved=(table_id, new_id))
+        if intent == "PartitionExchanged":
+            table_id, at = long_at(data, at)
+            _, at = string_at(data, at)
+            partition_id, at = long_at(data, at)
+            other_id, _ = long_at(data, at)
+            return Step(tables, table_id, moved=(other_id, partition_id))
+    except IndexError as exc:
+        raise NotAnEvent("the record is truncated") from exc
+    return Step(tables, None)
+
+
+def table_history_raw(
+    catalog: str,
+    records: Sequence[bytes],
+    name: QualifiedName | None = None,
+    table_id: int | None = None,
+) -> TableHistory:
+    """`table_history` over the catalog's records (log order), decoding only what it needs.
+
+    A record that is not an event is skipped, as the decoded log skips it.
+
+    Raises:
+        ReplayError: No table in the log had that name or id.
+    """
+    lineage = Lineage()
+    envelopes: list[bytes] = []  # each record's `tables` array as bytes (empty: not an event)
+    epochs: list[int] = []
+    for index, data in enumerate(records):
+        try:
+            (start, end), intent, at = skim(data)
+        except NotAnEvent:
+            envelopes.append(b"")
+            continue
+        envelopes.append(data[start:end])
+        if intent in LINEAGE_INTENTS:
+            lineage.apply(_step(data, (), intent, at))
+        elif intent in EPOCH_INTENTS:
+            epochs.append(index)
+    history, target = begin(catalog, lineage, name, table_id)
+    own = _own(records, envelopes, lineage.ids[target])
+    decoded = dict(_decoded(records, sorted(own)))
+    needed = set(epochs)
+    if decoded:
+        needed |= _writers(records, envelopes, decoded, set(own.values()), max(decoded))
+    decoded.update(_decoded(records, sorted(needed - decoded.keys())))
+    follow(history, ((decoded[i], own.get(i)) for i in sorted(decoded)))
+    return history
+
+
+def _naming(
+    records: Sequence[bytes], envelopes: list[bytes], ids: set[int], last: int
+) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+    """The records before `last` whose envelope names one of `ids`, with the envelope's pairs.
+
+    Most envelopes hold one pair (the count 2, zigzag of 1, then the id's bytes):
+    those are checked on the id's bytes; the others are read (`raw.head`).
+    """
+    wanted = {zigzag(i) for i in ids}
+    first_id = _VARINT_RUN.match
+    for index in range(last):
+        tables = envelopes[index]
+        if not tables or tables[0] == 0:  # not an event, or no table
+            continue
+        if tables[0] == 2:
+            end = first_id(tables, 1)
+            if end is None or tables[1 : end.end()] not in wanted:
+                continue
+        pairs = head(records[index]).tables
+        if any(t in ids for t, _ in pairs):
+            yield index, pairs
+
+
+def _own(records: Sequence[bytes], envelopes: list[bytes], ids: list[int]) -> dict[int, int]:
+    """The lineage's records (those `Lineage.advance` says touch it) → its id after each.
+
+    Only records whose envelope names one of its ids can; the lineage is followed
+    through them from its creation (`ids[0]`, never reused) as `Lineage` does.
+    """
+    own: dict[int, int] = {}
+    current: int | None = None
+    for index, pairs in _naming(records, envelopes, set(ids), len(records)):
+        _, step = step_of(records[index])
+        touched = current is not None and (
+            current == step.table_id or any(t == current for t, _ in pairs)
+        )
+        if step.created is not None and step.table_id == ids[0]:
+            current, touched = ids[0], True
+        elif step.moved is not None and current is not None and step.moved[0] == current:
+            current = step.moved[1]
+        if touched and current is not None:
+            own[index] = current
+    return own
+
+
+def _decoded(records: Sequence[bytes], indices: Sequence[int]) -> Iterator[tuple[int, Event]]:
+    """The events at `indices`; a record that does not decode is skipped (as `LogReader` does)."""
+    for index in indices:
+        try:
+            yield index, decode_event(records[index])
+        except DecodeError:
+            continue
+
+
+def _writers(
+    records: Sequence[bytes], envelopes: list[bytes], own: dict[int, Event],
+    own_ids: set[int], last: int,
+) -> set[int]:
+    """The records before `last` that write a key the table's events write or read.
+
+    Read: the table's info under each id it had (its name after a change), and the
+    info of each table an intent names (the DDL words, `ddl`).
+    """
+    keys = {k for t in own_ids for k in (table_info_key(t), REMOVED + table_info_key(t))}
+    ids = set(own_ids)
+    for event in own.values():
+        keys.update(m.key for m in event.mutations)
+        ids.update(t.table_id for t in event.tables)
+        for field in ("table_id", "other_table_id"):  # the DDL words name them (`ddl`)
+            named = getattr(event.intent, field, None)
+            if isinstance(named, int):
+                keys.add(table_info_key(named))
+                keys.add(REMOVED + table_info_key(named))
+                ids.add(named)
+    by_id = {k for k in keys if k.removeprefix(REMOVED).split("/", 1)[0] in _ID_KINDS}
+    needles = [_avro_string(k) for k in by_id]
+    found = {index for index, _ in _naming(records, envelopes, ids, last)
+             if any(n in records[index] for n in needles)}  # fmt: skip
+    found |= _search(records[:last], [_avro_string(k) for k in keys - by_id])
+    return found
+
+
+def _search(records: Sequence[bytes], needles: list[bytes]) -> set[int]:
+    """The records that hold any of `needles`: one search per needle over the joined bytes."""
+    if not needles or not records:
+        return set()
+    joined = b"".join(records)
+    ends = list(accumulate(map(len, records)))
+    found: set[int] = set()
+    for needle in needles:
+        at = joined.find(needle)
+        while at >= 0:
+            index = bisect_right(ends, at)
+            found.add(index)
+            at = joined.find(needle, ends[index])  # on from the next record
+    return found
+
+
+def _avro_string(text: str) -> bytes:
+    data = text.encode()
+    return zigzag(len(data)) + data

@@ -1,0 +1,79 @@
+"""History from raw records (decoding only what it needs) equals the decoded log's history."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.workload import Workload
+from events.codec import encode_event
+from events.event import Event
+from events.intents import TableCreated, TableRenamed
+from projector.audit.history import table_history
+from projector.audit.history_raw import table_history_raw
+from projector.audit.raw import head, skim
+from projector.errors import ReplayError
+from tests.audit.scripted import EXPECTED_U, lifecycle
+from tests.domain.builders import CATALOG
+
+
+def _names(events: list[Event]) -> list[tuple[str, str]]:
+    names = {(e.intent.schema_name, e.intent.table_name) for e in events
+             if isinstance(e.intent, TableCreated)}  # fmt: skip
+    names |= {(e.intent.schema_name, e.intent.new_table_name) for e in events
+              if isinstance(e.intent, TableRenamed)}  # fmt: skip
+    return sorted(names)
+
+
+def test_the_scripted_lifecycle_gives_the_same_history_from_raw_records() -> None:
+    events = lifecycle().events
+    records = [encode_event(e) for e in events]
+    for name in (("public", "u"), ("public", "p")):
+        raw = table_history_raw(CATALOG, records, name)
+        assert raw.document() == table_history(CATALOG, events, name).document()
+    by_id = table_history_raw(CATALOG, records, table_id=2)
+    assert [(c.resource_version, c.table_id, c.version, c.statement)
+            for c in by_id.changes] == EXPECTED_U  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [3, 29])
+def test_every_table_of_a_random_log_has_the_same_history_from_raw_records(seed: int) -> None:
+    workload = Workload(["c1", "c2"], seed, partitions=True)
+    workload.run_events(600)
+    workload.set_mode("c1", "explicit")
+    workload.run_events(900)
+    workload.publish_all("c1")
+    for catalog in ("c1", "c2"):
+        events = workload.catalogs[catalog].events
+        records = [encode_event(e) for e in events]
+        names = _names(events)
+        assert len(names) >= 3  # few names, many tables: a name passes from table to table
+        for name in names:
+            expected = table_history(catalog, events, name).document()
+            assert table_history_raw(catalog, records, name).document() == expected, name
+        top = max(t.table_id for e in events for t in e.tables)
+        assert top > 20
+        for table_id in range(1, top + 1, 3):  # every third id: the old path is slow
+            try:
+                expected = table_history(catalog, events, table_id=table_id).document()
+            except ReplayError:
+                with pytest.raises(ReplayError):
+                    table_history_raw(catalog, records, table_id=table_id)
+                continue
+            assert table_history_raw(catalog, records, table_id=table_id).document() == expected
+
+
+def test_a_name_no_table_had_is_an_error_from_raw_records() -> None:
+    records = [encode_event(e) for e in lifecycle().events]
+    with pytest.raises(ReplayError, match=r"ever had `public\.nope`"):
+        table_history_raw(CATALOG, records, ("public", "nope"))
+
+
+def test_skim_finds_what_head_reads_in_every_record() -> None:
+    workload = Workload(["c1"], 5, partitions=True)
+    workload.run_events(800)
+    for event in workload.catalogs["c1"].events:
+        data = encode_event(event)
+        envelope = head(data)
+        assert skim(data) == (envelope.tables_span, envelope.intent, envelope.at)
+        start, end = envelope.tables_span
+        assert len(event.tables) == len(envelope.tables) and end > start
