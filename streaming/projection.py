@@ -7,8 +7,8 @@ per catalog, state in the RocksDB state store) → per micro-batch, in
 `foreachBatch`, one append each to `changes` (the released mutations, decoded
 only now, and the catalogs' new positions; `streaming.changes`),
 `metadata_log` and `quarantine`. No MERGE and no state read from Delta on the
-hot path. Every append carries the batch's Delta transaction identifiers
-(`streaming.sink`), so a batch replayed after a crash writes nothing twice.
+hot path. Every append's commit carries the batch's tag (`streaming.sink`),
+so a batch replayed after a crash writes nothing twice.
 
 Current state is read by merging the compacted per-kind tables with the newer
 tail of `changes` (`streaming.current`, `streaming.read`); the compaction
@@ -108,6 +108,9 @@ class BatchWriter:
     def __init__(self, config: ProjectionConfig) -> None:
         self.config = config
         self._query_id: str | None = None
+        # The last batch this writer appended in full: the next one cannot be
+        # a replay, so it skips the look at the tables' history.
+        self._finished: int | None = None
 
     def query_id(self, spark: SparkSession) -> str:
         """The query id stored in the checkpoint (new checkpoint, new id)."""
@@ -137,9 +140,13 @@ class BatchWriter:
             writes["quarantine"] = lambda: sink.append(quarantine_rows(folded),
                                                        self.config.path("quarantine"))
         if writes:
-            with sink.batch_transaction(spark, self.query_id(spark), batch_id):
+            with sink.batch_transaction(spark, self.query_id(spark), batch_id) as tag:
+                if self._finished != batch_id - 1:  # maybe a replay: skip what committed
+                    writes = {name: write for name, write in writes.items()
+                              if not sink.committed(spark, self.config.path(name), tag)}
                 _run_all(spark, writes, self.config.write_threads)
         folded.unpersist()
+        self._finished = batch_id
         LOG.info("batch %d appended in %.1f s (%s)", batch_id, time.monotonic() - started,
                  counts)
 
@@ -147,9 +154,9 @@ class BatchWriter:
 def _run_all(spark: SparkSession, writes: dict[str, Callable[[], None]], threads: int) -> None:
     """Run independent table appends, from `threads` driver threads at once.
 
-    Each append commits to its own table with the batch's transaction
-    identifiers (session confs, set before the threads start), so a retried
-    batch skips exactly the appends that committed, in any order.
+    Each append commits to its own table with the batch's tag (a session
+    conf, set before the threads start), so a retried batch skips exactly the
+    appends that committed, in any order.
     """
     if threads <= 1 or len(writes) <= 1:
         for write in writes.values():
@@ -158,7 +165,7 @@ def _run_all(spark: SparkSession, writes: dict[str, Callable[[], None]], threads
 
     def run(write: Callable[[], None]) -> None:
         # The JVM thread behind this Python thread must see the batch's session
-        # (its confs carry the transaction identifiers).
+        # (its confs carry the batch's tag).
         jvm = spark.sparkContext._jvm
         assert jvm is not None
         jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
