@@ -125,13 +125,14 @@ class BatchWriter:
         """Append one folded micro-batch."""
         spark = batch.sparkSession
         started = time.monotonic()
-        # The fold runs once: every append starts from these rows.
-        folded = batch.localCheckpoint()
+        # The fold runs once: every append starts from these rows. The batch
+        # id rides as a column (see `change_rows`).
+        folded = batch.withColumn("batch_id", F.lit(batch_id).cast("long")).localCheckpoint()
         counts = {row["row_type"]: int(row["count"])
                   for row in folded.groupBy("row_type").count().collect()}
         writes: dict[str, Callable[[], None]] = {}
         if counts.get("change") or counts.get("state"):
-            writes[CHANGES] = lambda: sink.append(change_rows(folded, batch_id),
+            writes[CHANGES] = lambda: sink.append(change_rows(folded),
                                                   self.config.path(CHANGES))
         if counts.get("log"):
             writes["metadata_log"] = lambda: sink.append(log_rows(folded),
