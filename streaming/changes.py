@@ -51,21 +51,24 @@ def _state_struct() -> F.Column:
     return F.struct(*[F.col(name) for name in STATE_COLUMNS])
 
 
-def change_rows(folded: DataFrame, batch_id: int) -> DataFrame:
+def change_rows(folded: DataFrame) -> DataFrame:
     """`changes` rows of a folded batch: its released changes decoded, its moved catalogs.
 
     Args:
-        folded: `streaming.fold.FOLD_OUTPUT` rows of one micro-batch.
-        batch_id: The micro-batch id.
+        folded: `streaming.fold.FOLD_OUTPUT` rows of one micro-batch plus its
+            `batch_id` column. The id comes as a column, not a literal here:
+            Spark compiles a literal into the generated code, and this plan's
+            code (every writer schema's decoder, the per-kind structs) would
+            then be compiled again for every batch.
     """
     released = decode(folded.where(F.col("row_type") == "change").select(
-        "catalog", "resource_version", "schema_epoch", "value"))
+        "catalog", "resource_version", "schema_epoch", "value", "batch_id"))
     mutations = released.select(
-        "catalog", "schema_epoch", "resource_version",
+        "catalog", "schema_epoch", "resource_version", "batch_id",
         F.posexplode("event.mutations").alias("pos", "m")).select(
         "catalog", F.col("m.key").alias("key"), F.col("m.op").alias("op"),
         F.col("m.value").alias("value"), "schema_epoch", "resource_version",
-        F.col("pos").cast("long").alias("pos"))
+        F.col("pos").cast("long").alias("pos"), "batch_id")
     put = F.col("op") == "PUT"
     structs = [F.when(put & table_filter(name), F.struct(*VALUE_COLUMNS[name]())).alias(name)
                for name in CURRENT_TABLES]
@@ -73,13 +76,13 @@ def change_rows(folded: DataFrame, batch_id: int) -> DataFrame:
                              for n in STATE_COLUMNS])
     changes = mutations.select(
         "catalog", "key", kind_of().alias("kind"), "op", "schema_epoch", "resource_version",
-        "pos", F.lit(batch_id).cast("long").alias("batch_id"), *structs,
+        "pos", "batch_id", *structs,
         F.lit(None).cast(state_type).alias(STATE_TABLE))
     states = folded.where(F.col("row_type") == "state").select(
         "catalog", F.lit("").alias("key"), F.lit(STATE_TABLE).alias("kind"),
         F.lit("PUT").alias("op"), F.col("stable_epoch").alias("schema_epoch"),
         "resource_version", F.lit(0).cast("long").alias("pos"),
-        F.lit(batch_id).cast("long").alias("batch_id"),
+        "batch_id",
         *[F.lit(None).cast(changes.schema[name].dataType).alias(name)
           for name in CURRENT_TABLES],
         _state_struct().alias(STATE_TABLE))
@@ -113,7 +116,7 @@ def kind_schema(changes: StructType, table: str) -> StructType:
 def table_schemas(spark: SparkSession) -> dict[str, StructType]:
     """Every table's schema, derived from the fold's output type (no rows read)."""
     folded = spark.createDataFrame([], FOLD_OUTPUT)
-    changes = change_rows(folded, 0).schema
+    changes = change_rows(folded.withColumn("batch_id", F.lit(0).cast("long"))).schema
     schemas: dict[str, StructType] = {
         CHANGES: changes,
         "metadata_log": log_rows(folded).schema,

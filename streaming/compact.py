@@ -112,8 +112,8 @@ class Maintenance:
     def __init__(self, spark: SparkSession, root: str, compact_seconds: float,
                  maintain_seconds: float) -> None:
         # A session of its own (the same context): the micro-batches set their
-        # Delta transaction identifiers as session confs, which must not stamp
-        # a compaction's writes running at the same time.
+        # tag as a session conf, which must not stamp a compaction's writes
+        # running at the same time.
         self.spark = spark.newSession()
         self.root = root
         self.compact_seconds = compact_seconds

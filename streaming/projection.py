@@ -7,8 +7,8 @@ per catalog, state in the RocksDB state store) → per micro-batch, in
 `foreachBatch`, one append each to `changes` (the released mutations, decoded
 only now, and the catalogs' new positions; `streaming.changes`),
 `metadata_log` and `quarantine`. No MERGE and no state read from Delta on the
-hot path. Every append carries the batch's Delta transaction identifiers
-(`streaming.sink`), so a batch replayed after a crash writes nothing twice.
+hot path. Every append's commit carries the batch's tag (`streaming.sink`),
+so a batch replayed after a crash writes nothing twice.
 
 Current state is read by merging the compacted per-kind tables with the newer
 tail of `changes` (`streaming.current`, `streaming.read`); the compaction
@@ -112,6 +112,9 @@ class BatchWriter:
     def __init__(self, config: ProjectionConfig) -> None:
         self.config = config
         self._query_id: str | None = None
+        # The last batch this writer appended in full: the next one cannot be
+        # a replay, so it skips the look at the tables' history.
+        self._finished: int | None = None
 
     def query_id(self, spark: SparkSession) -> str:
         """The query id stored in the checkpoint (new checkpoint, new id)."""
@@ -126,13 +129,14 @@ class BatchWriter:
         """Append one folded micro-batch."""
         spark = batch.sparkSession
         started = time.monotonic()
-        # The fold runs once: every append starts from these rows.
-        folded = batch.localCheckpoint()
+        # The fold runs once: every append starts from these rows. The batch
+        # id rides as a column (see `change_rows`).
+        folded = batch.withColumn("batch_id", F.lit(batch_id).cast("long")).localCheckpoint()
         counts = {row["row_type"]: int(row["count"])
                   for row in folded.groupBy("row_type").count().collect()}
         writes: dict[str, Callable[[], None]] = {}
         if counts.get("change") or counts.get("state"):
-            writes[CHANGES] = lambda: sink.append(change_rows(folded, batch_id),
+            writes[CHANGES] = lambda: sink.append(change_rows(folded),
                                                   self.config.path(CHANGES))
         if counts.get("log"):
             writes["metadata_log"] = lambda: sink.append(log_rows(folded),
@@ -141,9 +145,13 @@ class BatchWriter:
             writes["quarantine"] = lambda: sink.append(quarantine_rows(folded),
                                                        self.config.path("quarantine"))
         if writes:
-            with sink.batch_transaction(spark, self.query_id(spark), batch_id):
+            with sink.batch_transaction(spark, self.query_id(spark), batch_id) as tag:
+                if self._finished != batch_id - 1:  # maybe a replay: skip what committed
+                    writes = {name: write for name, write in writes.items()
+                              if not sink.committed(spark, self.config.path(name), tag)}
                 _run_all(spark, writes, self.config.write_threads)
         folded.unpersist()
+        self._finished = batch_id
         LOG.info("batch %d appended in %.1f s (%s)", batch_id, time.monotonic() - started,
                  counts)
 
@@ -151,9 +159,9 @@ class BatchWriter:
 def _run_all(spark: SparkSession, writes: dict[str, Callable[[], None]], threads: int) -> None:
     """Run independent table appends, from `threads` driver threads at once.
 
-    Each append commits to its own table with the batch's transaction
-    identifiers (session confs, set before the threads start), so a retried
-    batch skips exactly the appends that committed, in any order.
+    Each append commits to its own table with the batch's tag (a session
+    conf, set before the threads start), so a retried batch skips exactly the
+    appends that committed, in any order.
     """
     if threads <= 1 or len(writes) <= 1:
         for write in writes.values():
@@ -162,7 +170,7 @@ def _run_all(spark: SparkSession, writes: dict[str, Callable[[], None]], threads
 
     def run(write: Callable[[], None]) -> None:
         # The JVM thread behind this Python thread must see the batch's session
-        # (its confs carry the transaction identifiers).
+        # (its confs carry the batch's tag).
         jvm = spark.sparkContext._jvm
         assert jvm is not None
         jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)

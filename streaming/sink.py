@@ -1,13 +1,16 @@
 """Idempotent Delta appends for `foreachBatch`.
 
-A micro-batch may run twice (a crash after some appends, before the
-checkpoint's commit). Every append carries Delta's transaction identifiers
-(`spark.databricks.delta.write.txnAppId` = the query id,
-`spark.databricks.delta.write.txnVersion` = the batch id): Delta skips an
-append whose table has already committed that version for that app id. Each
-table is appended to at most once per batch, so one (app id, version) pair
-per table is enough. Each commit also records `userMetadata` =
-`{query id}:{batch id}`, to tell in a table's history which batch wrote it.
+A micro-batch may run twice: a crash after some of its appends, before the
+checkpoint's commit, replays it when the query restarts. Every append records
+`userMetadata` = `{query id}:{batch id}` (the batch's tag) in its commit, and a
+batch that may be a replay skips each table whose recent history already holds
+its tag. Only the first batch a writer runs can be a replay (Structured
+Streaming commits a batch before it plans the next), so every later batch
+appends without reading the table's history.
+
+Delta's own `txnAppId`/`txnVersion` would do the same check, but Delta 4.4
+answers it with a full state reconstruction of the table (a Spark job of three
+stages) on every commit: the largest fixed cost of a batch on a small machine.
 """
 
 from __future__ import annotations
@@ -19,14 +22,24 @@ from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
-TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+HISTORY_DEPTH = 100
+"""How many of a table's newest commits a possible replay looks through for its tag.
+
+Only the projection appends to its tables between two of its batches; the
+other writers (compaction, OPTIMIZE/VACUUM of `changes`) commit far less often
+than this many times per batch.
+"""
+
+
+def batch_tag(app_id: str, batch_id: int) -> str:
+    """The tag of one batch's commits: `{app_id}:{batch_id}`."""
+    return f"{app_id}:{batch_id}"
 
 
 @contextmanager
 def batch_transaction(spark: SparkSession, app_id: str, batch_id: int) -> Iterator[str]:
-    """Stamp every Delta write of the block with the batch's transaction identifiers.
+    """Record the batch's tag as the `userMetadata` of every Delta commit of the block.
 
     Args:
         spark: The batch's session (`batch_df.sparkSession`).
@@ -34,17 +47,23 @@ def batch_transaction(spark: SparkSession, app_id: str, batch_id: int) -> Iterat
         batch_id: The micro-batch id.
 
     Yields:
-        The commit tag, `{app_id}:{batch_id}`.
+        The tag, `{app_id}:{batch_id}`.
     """
-    tag = f"{app_id}:{batch_id}"
-    spark.conf.set(TXN_APP_ID, app_id)
-    spark.conf.set(TXN_VERSION, str(batch_id))
+    tag = batch_tag(app_id, batch_id)
     spark.conf.set(USER_METADATA, tag)
     try:
         yield tag
     finally:
-        for key in (TXN_APP_ID, TXN_VERSION, USER_METADATA):
-            spark.conf.unset(key)
+        spark.conf.unset(USER_METADATA)
+
+
+def committed(spark: SparkSession, path: str, tag: str) -> bool:
+    """Whether one of the table's `HISTORY_DEPTH` newest commits carries `tag`.
+
+    Reads commit files only (the table's history), not its state.
+    """
+    history = DeltaTable.forPath(spark, path).history(HISTORY_DEPTH)
+    return any(row[0] == tag for row in history.select("userMetadata").collect())
 
 
 def ensure_table(spark: SparkSession, path: str, schema: StructType) -> None:
@@ -54,5 +73,5 @@ def ensure_table(spark: SparkSession, path: str, schema: StructType) -> None:
 
 
 def append(df: DataFrame, path: str) -> None:
-    """Append rows (idempotent through the batch's transaction identifiers)."""
+    """Append rows; inside `batch_transaction`, the commit carries the batch's tag."""
     df.write.format("delta").mode("append").save(path)
