@@ -21,8 +21,13 @@ from metalog.cli_args import add_cluster_options, security
 from metalog.cli_json import add_json_flag, print_json
 from metalog.spark_session import session_conf, spark_session
 from streaming.compact import PROJECTION_POOL, Maintenance, compact
-from streaming.errors import ProjectionError
-from streaming.projection import ProjectionConfig, ensure_tables, run_once, start_projection
+from streaming.projection import (
+    ProjectionConfig,
+    ensure_tables,
+    failed,
+    run_once,
+    start_projection,
+)
 
 DEFAULT_ROOT = ".metalog/projection"
 
@@ -142,7 +147,7 @@ def _progress_lines(spark: SparkSession, config: ProjectionConfig) -> None:
                     "duration_ms": progress.durationMs.get("triggerExecution"),
                 })  # fmt: skip
     except StreamingQueryException as exc:
-        raise ProjectionError(f"the projection of {config.topic} failed: {exc}") from None
+        raise failed(config, exc) from None
     finally:
         if maintenance is not None:
             maintenance.stop()

@@ -22,6 +22,7 @@ Run `python -m metalog.demo` after `metalog up` (the Makefile does both).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -44,6 +45,7 @@ from projector.audit.page import history_page
 from projector.audit.read import verify_topic
 from projector.audit.verify import Verifier
 from projector.follower.follower import Follower
+from streaming.errors import OldCheckpoint
 from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_current
 
@@ -87,12 +89,18 @@ def project(bootstrap: str, topics: Topics, config: StackConfig, catalog: str) -
         delta_dir=str(root / "tables"),
         checkpoint=str(root / "checkpoint"),
     )
+    console = Console(width=160)
     spark = spark_session(app_name="metalog-demo")
     try:
-        run_once(spark, projection)
+        try:
+            run_once(spark, projection)
+        except OldCheckpoint:  # the demo's own scratch, from an older metalog: start it afresh
+            console.print("[bold]project[/] the demo's projection is from an older metalog: "
+                          "starting it afresh")  # fmt: skip
+            shutil.rmtree(root)
+            run_once(spark, projection)
     finally:
         spark.stop()
-    console = Console(width=160)
     shown = {
         "table_name": ("key", "table_id", "resource_version"),
         "region_label": ("rule_id", "rule_type", "region_label", "ranges"),

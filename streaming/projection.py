@@ -33,7 +33,7 @@ from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from streaming import sink
 from streaming.changes import change_rows, log_rows, quarantine_rows, table_schemas
 from streaming.decode import envelope, split
-from streaming.errors import ProjectionError
+from streaming.errors import OldCheckpoint, ProjectionError
 from streaming.fold import FOLD_OUTPUT, QUARANTINE, CatalogFold
 from streaming.layout import CHANGES
 
@@ -260,4 +260,15 @@ def run_once(spark: SparkSession, config: ProjectionConfig) -> None:
     try:
         query.awaitTermination()
     except StreamingQueryException as exc:
-        raise ProjectionError(f"the projection of {config.topic} failed: {exc}") from exc
+        raise failed(config, exc) from exc
+
+
+def failed(config: ProjectionConfig, exc: StreamingQueryException) -> ProjectionError:
+    """The error a failed query is told as; a checkpoint of the old projection names the fix."""
+    if "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY" in str(exc):
+        return OldCheckpoint(
+            f"the checkpoint {config.checkpoint} was written by an older metalog, whose "
+            "projection kept no state store: give a new --checkpoint and --delta-dir (or "
+            "delete both) and the projection starts from the beginning of the log"
+        )
+    return ProjectionError(f"the projection of {config.topic} failed: {exc}")

@@ -248,6 +248,7 @@ RULES: dict[str, Rule] = {
     "LeaderElected": _nothing,  # the leader_epoch moves for every event above
     "LeaderResigned": _nothing,
     "Reloaded": _nothing,
+    "CheckpointSigned": _nothing,  # for auditors: it only takes its resource_version
     "PublishModeSet": _publish_mode_set,
     "EpochAssigned": _epoch_assigned,
     "StableEpochAdvanced": _stable_epoch_advanced,

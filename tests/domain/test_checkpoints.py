@@ -15,9 +15,10 @@ from events.checkpoint import (
     parse_note,
 )
 from events.commands import AlterTable, Reload
-from events.intents import CheckpointSigned, LeaderElected
+from events.intents import CHANGE_INTENTS, CONTROL_INTENTS, CheckpointSigned, LeaderElected
 from producers.leader.local import CheckpointSchedule, LocalCatalog
 from projector.fold.apply import apply
+from projector.fold.gate import RULES, Envelope, Gate
 from tests.domain.builders import CATALOG, command, create, stamps
 
 KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
@@ -143,3 +144,24 @@ def test_a_checkpoint_changes_no_state_but_the_resource_version() -> None:
     assert after.head is after_change.head and after.published is after_change.published
     assert after.leader_epoch == after_change.leader_epoch
     assert after.stable_epoch == after_change.stable_epoch
+
+
+def test_every_intent_has_a_rule_in_the_spark_gate() -> None:
+    names = {str(kind.model_fields["type"].default) for kind in (*CHANGE_INTENTS, *CONTROL_INTENTS)}
+    assert names - set(RULES) == set()
+
+
+def test_the_spark_gate_passes_over_checkpoints_as_the_fold_does() -> None:
+    catalog = _signing(events=2)
+    catalog.elect("node-1")
+    for name in ("t1", "t2", "t3", "t4"):
+        catalog.submit(create(name))
+    assert sum(isinstance(e.intent, CheckpointSigned) for e in catalog.events) >= 3
+    gate = Gate()
+    for event in catalog.events:
+        gate.admit(Envelope.of(event))
+    released, stale = gate.advance()
+    assert stale == [] and not gate.waiting
+    assert gate.state.resource_version == catalog.image.resource_version
+    assert [e.resource_version for e in released] == [
+        e.resource_version for e in catalog.events if e.is_change]
