@@ -7,8 +7,8 @@ owner and a standby. Each round kills the owner, retries `reload()` until one
 is committed (by the standby, which loads the snapshot and the tail when the
 group gives it the partition), then starts a new standby and lets it join.
 
-Run: `python -m bench.failover --tables 1000 100000 --kills 10` (wrap it in
-`flock /work/wt/bench.lock`); it starts its own broker unless `--bootstrap`.
+Run: `python -m bench.failover --tables 1000 100000 --kills 10` (alone on the
+machine); it starts its own broker unless `--bootstrap`.
 """
 
 from __future__ import annotations

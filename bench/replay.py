@@ -4,7 +4,7 @@ Why: an auditor replays a catalog to a point (`metalog replay`), follows one
 table (`metalog audit history`) and diffs points; each reads the log from
 Kafka and decodes it, so the limit is the decode rate of the same records.
 
-Run: `flock /work/wt/bench.lock .venv/bin/python -m bench.replay [--tables N --events M]`
+Run: `.venv/bin/python -m bench.replay [--tables N --events M]` (alone on the machine)
 (starts its own broker on a temporary state directory and a free bench port,
 stopped at the end; prints one JSON document). Phases, in one run:
 
