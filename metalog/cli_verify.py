@@ -161,11 +161,7 @@ def _export(args: argparse.Namespace) -> int:
             if raw is not None and args.catalog not in (None, raw.catalog):
                 continue
             if raw is not None and raw.intent == "CheckpointSigned":
-                f = raw.intent_fields
-                latest[raw.catalog] = Checkpoint(
-                    raw.catalog, f["resource_version"], f["chain_hash"], raw.leader_epoch,
-                    raw.occurred_micros, f["key_id"], f["signature"],
-                )  # fmt: skip
+                latest[raw.catalog] = raw.checkpoint()
             yield partition, offset, value
 
     try:

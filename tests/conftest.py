@@ -6,7 +6,12 @@ tests use ``spark``. Set ``METALOG_BOOTSTRAP`` to run against an existing cluste
 
 from hypothesis import HealthCheck, settings
 
-pytest_plugins = ["tests.fixtures.kafka", "tests.fixtures.secure", "tests.fixtures.spark"]
+pytest_plugins = [
+    "tests.fixtures.kafka",
+    "tests.fixtures.leader",
+    "tests.fixtures.secure",
+    "tests.fixtures.spark",
+]
 
 # Hypothesis' per-example deadline and its "too slow" health check are timing
 # thresholds: on a shared two-core machine they fail tests for load, not for

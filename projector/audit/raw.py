@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from events.checkpoint import Checkpoint
 from events.schema_store import HEADER_LENGTH, MAGIC, default_store
 
 _HASH_FIELD = 33
@@ -61,6 +62,15 @@ class RawEvent(NamedTuple):
     tables_span: tuple[int, int]
     prev_at: int
     tail: int
+
+    def checkpoint(self) -> Checkpoint:
+        """The checkpoint a `CheckpointSigned` record holds (its envelope gives catalog,
+        leader_epoch and time)."""
+        f = self.intent_fields
+        return Checkpoint(
+            self.catalog, f["resource_version"], f["chain_hash"], self.leader_epoch,
+            self.occurred_micros, f["key_id"], f["signature"],
+        )  # fmt: skip
 
 
 def _intent_names() -> dict[bytes, tuple[tuple[str, ...], bool]]:
@@ -160,18 +170,27 @@ def _tails(data: bytes) -> Iterator[int]:
             yield tail
 
 
-def parse(data: bytes) -> RawEvent:
-    """Read one record's envelope head and chain fields, and recompute its hash.
+def _writer(data: bytes) -> tuple[tuple[str, ...], bool]:
+    """The intent names and whether the record carries a trace id, by its writer schema.
 
     Raises:
-        NotAnEvent: The bytes are not a well-formed event record.
+        NotAnEvent: The bytes are not a single-object encoded event record.
     """
     if data[:2] != MAGIC or len(data) < HEADER_LENGTH + 2 * _HASH_FIELD:
         raise NotAnEvent("not a single-object encoded record")
     writer = _WRITERS.get(data[2:HEADER_LENGTH])
     if writer is None:
         raise NotAnEvent(f"writer schema {data[2:HEADER_LENGTH].hex()} is not an event schema")
-    names, traced = writer
+    return writer
+
+
+def parse(data: bytes) -> RawEvent:
+    """Read one record's envelope head and chain fields, and recompute its hash.
+
+    Raises:
+        NotAnEvent: The bytes are not a well-formed event record.
+    """
+    names, traced = _writer(data)
     try:
         return _parse(data, names, traced)
     except IndexError as exc:
@@ -212,13 +231,9 @@ def head(data: bytes) -> Head:
     Raises:
         NotAnEvent: The bytes are not a well-formed event record.
     """
-    if data[:2] != MAGIC or len(data) < HEADER_LENGTH + 2 * _HASH_FIELD:
-        raise NotAnEvent("not a single-object encoded record")
-    writer = _WRITERS.get(data[2:HEADER_LENGTH])
-    if writer is None:
-        raise NotAnEvent(f"writer schema {data[2:HEADER_LENGTH].hex()} is not an event schema")
+    names, _ = _writer(data)
     try:
-        return _head(data, writer[0])
+        return _head(data, names)
     except IndexError as exc:
         raise NotAnEvent("the record is truncated") from exc
 

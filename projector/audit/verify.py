@@ -224,11 +224,8 @@ class Verifier:
         return True
 
     def _checkpoint_ok(self, state: _Catalog, seen: _Seen) -> bool:
-        raw, fields = seen.raw, seen.raw.intent_fields
-        checkpoint = Checkpoint(
-            raw.catalog, fields["resource_version"], fields["chain_hash"], raw.leader_epoch,
-            raw.occurred_micros, fields["key_id"], fields["signature"],
-        )  # fmt: skip
+        raw = seen.raw
+        checkpoint = raw.checkpoint()
         state.summary.checkpoints += 1
         if self._key is not None and not checkpoint.verifies(self._key):
             self._at(seen, "forged", f"the checkpoint's signature (key id "

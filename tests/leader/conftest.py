@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -11,20 +11,6 @@ from producers.client.client import MetadataClient
 from producers.leader.leader import Leader
 from producers.leader.log import read_events
 from tests.fixtures.kafka import TopicSet
-
-
-@pytest.fixture
-def wire(topics: Callable[[int], TopicSet]) -> TopicSet:
-    """One test's topics, one partition each: every catalog shares one leader partition."""
-    return topics(1)
-
-
-@pytest.fixture
-def leader(wire: TopicSet) -> Iterator[Leader]:
-    """A leader serving the test's topics in a background thread."""
-    with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders") as serving:
-        assert serving.wait_until_serving(1, timeout=60.0), "the leader never owned its partition"
-        yield serving
 
 
 @pytest.fixture

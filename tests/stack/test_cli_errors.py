@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,9 +115,3 @@ def test_show_of_a_catalog_without_events_says_so(wire: TopicSet) -> None:
         f"{wire.bootstrap}: check the name (--catalog) and the --prefix; a catalog exists "
         "once its first command is committed (metalog keeps no list of catalogs)"
     )
-
-
-@pytest.fixture
-def wire(topics: Callable[[int], TopicSet]) -> TopicSet:
-    """One test's topics, one partition each."""
-    return topics(1)
