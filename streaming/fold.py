@@ -2,12 +2,13 @@
 
 `events.groupBy("catalog").transformWithStateInPandas(CatalogFold(), FOLD_OUTPUT, ...)`
 runs one `CatalogFold` handler per catalog and micro-batch, on pandas
-DataFrames (Arrow underneath): a record's `log` row is a column selection, and
-only the gate's loop touches events one by one, on plain Python values taken
-from each column once. Its state (RocksDB
-provider) is the catalog's `GateState` (a value state) and the events waiting
-in its gate (a map state by resource_version: held behind a gap, or changes
-not yet released, with their raw bytes). Nothing is read back from Delta.
+DataFrames (Arrow underneath): the records' `log` rows are a column selection,
+and only the gate's loop touches events one by one, on plain Python values
+taken from each column once (a Row per record and per output row cost about
+four times more). Its state (RocksDB provider) is the catalog's `GateState` (a
+value state) and the events waiting in its gate (a map state by
+resource_version: held behind a gap, or changes not yet released, with their
+raw bytes). Nothing is read back from Delta.
 
 The handler's output rows (`FOLD_OUTPUT`), by `row_type`:
 - `log`: every record of the catalog, as read (for `metadata_log`);
