@@ -222,7 +222,7 @@ def folded(raw: DataFrame) -> DataFrame:
     do not decode go to one group of their own (`QUARANTINE`).
     """
     events = envelope(raw).withColumn("fold_group", F.coalesce("catalog", F.lit(QUARANTINE)))
-    return events.groupBy("fold_group").transformWithState(
+    return events.groupBy("fold_group").transformWithStateInPandas(
         CatalogFold(), FOLD_OUTPUT, "Append", "None")
 
 
