@@ -1,6 +1,6 @@
-"""The Spark projection vs a plain Kafka → Delta copy: sustained throughput and freshness.
+"""The Spark projection vs a plain Kafka → Delta copy, in steady state: throughput and freshness.
 
-Run with ``python -m bench.projection --events 30000 --batch 5000 --rates 1000,10000``.
+Run with ``python -m bench.projection --events 60000 --batch 10000 --rates 1000,10000``.
 It starts its own broker (fresh temporary state directory, port 19792),
 generates a seeded random workload (LocalCatalog, auto publish mode), and in
 one ``local[2]`` Spark session measures, for the projection (`metalog
@@ -9,18 +9,24 @@ and `metadata_log`) and for a plain copy of the same topic appended raw to
 one Delta table (the limit):
 
 1. throughput: the first ``--events`` events pre-written to a topic, each job
-   run with ``availableNow`` and the same ``maxOffsetsPerTrigger``; events/s
-   over the wall time (query start included) and over the batches' own time
-   (`triggerExecution`, start excluded);
-2. freshness at each offered rate: the job runs with a ``--trigger`` interval
-   on an empty topic, a transactional producer thread writes
-   ``--seconds`` worth of events at the rate (`bench.rate`), and each
-   event's freshness is its ack → the first Delta commit that covers it
-   (`bench.visible`): `catalog_state` reaching its resource_version for the
-   projection (written last in a batch, so every table has it by then), the
-   copy table reaching its offset for the copy.
+   run with ``availableNow`` and the same ``maxOffsetsPerTrigger``. A query's
+   first ``--warmup-batches`` batches are its warm-up (the first one is the
+   cost of a start: a restart's catch-up pays it too, reported on its own);
+   the steady state is events/s over the batches after them, from the start
+   of the first to the end of the last;
+2. freshness: each job runs with a ``--trigger`` interval on an empty topic
+   (the projection with its compaction every ``--compact`` s); a
+   transactional producer thread (`bench.rate`) first offers a warm-up load
+   (``--warmup-seconds`` at 500 events/s) and waits for it to be visible,
+   then, to the same running query, ``--seconds`` worth of events at each
+   rate in turn. Each event's freshness is its ack → the first Delta commit
+   that covers it (`bench.visible`): `changes` reaching its
+   (catalog, resource_version) for the projection (from then on
+   `streaming.read.read_current` returns it), the copy table reaching its
+   (partition, offset) for the copy.
 
-Prints markdown tables for BENCHMARKS.md.
+The load average is printed before each measured run (the machine is
+shared). Prints markdown tables for docs/benchmarks/projection.md.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -38,9 +45,10 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from bench import visible
-from bench.rate import RateThread
+from bench.rate import RateRun, RateThread
 from bench.workload import Workload, encoded, produce
 from events.topics import Topics
 from metalog import stack
@@ -78,41 +86,72 @@ def start(spark: SparkSession, job: str, config: ProjectionConfig) -> StreamingQ
 
 @dataclass
 class Throughput:
-    """One availableNow run."""
+    """One availableNow run: its first batch, and the steady state after the warm-up."""
 
-    wall_s: float
+    first_s: float
+    """From the query's start to the end of its first batch."""
+    first_batch_s: float
+    """The first batch's own time (`triggerExecution`)."""
     batches: int
     rows: int
-    batch_s: float
+    steady_s: float
+    """From the start of the first batch after the warm-up to the end of the last."""
+    steady_batch_s: float
+    """The mean `triggerExecution` of the batches after the warm-up."""
+
+    @property
+    def rate(self) -> float:
+        """Steady-state events/s."""
+        return self.rows / max(self.steady_s, 1e-9)
 
 
-def _load() -> None:
+def _load() -> str:
     """The load average right before a measured run (the machine is shared)."""
-    print("load average before the run: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()),
-          flush=True)
+    text = "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    print(f"load average before the run: {text}", flush=True)
+    return text
 
 
-def throughput(spark: SparkSession, job: str, config: ProjectionConfig) -> Throughput:
-    """Run `job` over everything in the topic once, timing it."""
+def _ended(progress: StreamingQueryProgress) -> float:
+    """When a batch ended (wall clock, s)."""
+    return _began(progress) + progress.durationMs.get("triggerExecution", 0) / 1000
+
+
+def _began(progress: StreamingQueryProgress) -> float:
+    return datetime.fromisoformat(progress.timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def throughput(spark: SparkSession, job: str, config: ProjectionConfig,
+               warmup_batches: int) -> Throughput:
+    """Run `job` over everything in the topic once; time its first and its steady batches."""
     _load()
-    began = time.perf_counter()
+    began = time.time()
     query = start(spark, job, replace(config, once=True))
     query.awaitTermination()
-    wall = time.perf_counter() - began
     progress = [p for p in query.recentProgress if p.numInputRows]
-    return Throughput(wall, len(progress), sum(p.numInputRows for p in progress),
-                      sum(p.durationMs.get("triggerExecution", 0) for p in progress) / 1000)
+    steady = progress[warmup_batches:]
+    if not steady:
+        raise SystemExit(f"{job}: {len(progress)} batches, none after the warm-up: "
+                         "give more --events or fewer --warmup-batches")
+    return Throughput(
+        first_s=_ended(progress[0]) - began,
+        first_batch_s=progress[0].durationMs.get("triggerExecution", 0) / 1000,
+        batches=len(steady), rows=sum(p.numInputRows for p in steady),
+        steady_s=_ended(steady[-1]) - _began(steady[0]),
+        steady_batch_s=sum(p.durationMs.get("triggerExecution", 0) for p in steady)
+        / 1000 / len(steady))
 
 
 @dataclass
 class Freshness:
-    """One fixed-rate run: ack → visible, in seconds, per event."""
+    """One fixed-rate phase: ack → visible, in seconds, per event."""
 
     offered: float
     achieved: float
     lags: list[float]
     missing: int
     batches: int
+    load: str
 
     def quantile(self, q: float) -> float:
         """The `q` quantile of the lags (missing events count as infinitely late)."""
@@ -127,54 +166,97 @@ def _visibility(job: str) -> tuple[str, tuple[str, str]]:
 
 
 def _caught_up(job: str, config: ProjectionConfig, targets: dict[object, int]) -> bool:
+    """Whether the table's latest version covers every target (reads that version only)."""
     table, columns = _visibility(job)
-    marks = visible.watermarks(config.path(table), 0, columns, visible.max_per(*columns))
-    mark = marks[-1][1] if marks else {}
+    latest = DeltaTable(config.path(table)).to_pyarrow_table(columns=list(columns))
+    mark = visible.max_per(*columns)(latest)
     return all(mark.get(group, -1) >= value for group, value in targets.items())
 
 
+@dataclass
+class _Phase:
+    rate: float
+    run: RateRun
+    positions: list[tuple[object, int]]
+    batches: int
+    load: str
+
+
+def _offer(job: str, config: ProjectionConfig, query: StreamingQuery,
+           records: Sequence[tuple[str, bytes]], rvs: Sequence[int], rate: float,
+           produce_id: str, catch_up_s: float, load: str) -> _Phase:
+    """Offer `records` at `rate` to the running `job` and wait until they are visible."""
+    before = len([p for p in query.recentProgress if p.numInputRows])
+    producer = RateThread(config.bootstrap, config.topic, records, PARTITIONS, rate, produce_id)
+    producer.start()
+    producer.join()
+    if producer.error is not None:
+        raise producer.error
+    run = producer.result
+    assert run is not None
+    if job == "projection":
+        positions: list[tuple[object, int]] = [
+            (catalog, rv) for (catalog, _), rv in zip(records, rvs, strict=True)]
+    else:
+        positions = list(run.offsets)
+    targets: dict[object, int] = {}
+    for group, value in positions:
+        targets[group] = max(targets.get(group, -1), value)
+    deadline = time.time() + catch_up_s
+    while not _caught_up(job, config, targets) and time.time() < deadline:
+        time.sleep(0.5)
+    batches = len([p for p in query.recentProgress if p.numInputRows]) - before
+    return _Phase(rate, run, positions, batches, load)
+
+
 def freshness(spark: SparkSession, job: str, config: ProjectionConfig,
-              records: Sequence[tuple[str, bytes]], rvs: Sequence[int], rate: float,
-              produce_id: str, catch_up_s: float) -> Freshness:
-    """Offer `records` at `rate` to a running `job` and measure each one's freshness."""
-    _load()
+              records: Sequence[tuple[str, bytes]], rvs: Sequence[int],
+              warmup: int, counts: Sequence[tuple[float, int]],
+              catch_up_s: float) -> tuple[Throughput | None, list[Freshness]]:
+    """Warm a running `job` up with `warmup` records, then offer each (rate, count) in turn.
+
+    Returns:
+        The query's first batch (on the warm-up load), and each rate's freshness.
+    """
+    began = time.time()
     query = start(spark, job, config)
     maintenance = (Maintenance(spark, config.delta_dir, config.compact_seconds, 0).start()
                    if job == "projection" else None)
+    phases: list[_Phase] = []
     try:
-        ready = time.time() + 60
+        ready = time.time() + 120
         while query.lastProgress is None and time.time() < ready:  # started, tables exist
             time.sleep(0.2)
-        producer = RateThread(config.bootstrap, config.topic, records, PARTITIONS, rate,
-                              produce_id)
-        producer.start()
-        producer.join()
-        if producer.error is not None:
-            raise producer.error
-        run = producer.result
-        assert run is not None
-        if job == "projection":
-            positions: list[tuple[object, int]] = [
-                (catalog, rv) for (catalog, _), rv in zip(records, rvs, strict=True)]
-        else:
-            positions = list(run.offsets)
-        targets: dict[object, int] = {}
-        for group, value in positions:
-            targets[group] = max(targets.get(group, -1), value)
-        deadline = time.time() + catch_up_s
-        while not _caught_up(job, config, targets) and time.time() < deadline:
-            time.sleep(1.0)
-        batches = len([p for p in query.recentProgress if p.numInputRows])
+        _offer(job, config, query, records[:warmup], rvs[:warmup], 500.0,
+               f"{config.topic}-warmup", catch_up_s, "")
+        time.sleep(3 * config.trigger_seconds)  # a few idle triggers: the query is waiting
+        at = warmup
+        for rate, count in counts:
+            load = _load()
+            phases.append(_offer(job, config, query, records[at:at + count],
+                                 rvs[at:at + count], rate, f"{config.topic}-{rate:.0f}",
+                                 catch_up_s, load))
+            at += count
+            time.sleep(3 * config.trigger_seconds)
+        with_rows = [p for p in query.recentProgress if p.numInputRows]
     finally:
         if maintenance is not None:
             maintenance.stop()
         query.stop()
+    first = (Throughput(_ended(with_rows[0]) - began,
+                        with_rows[0].durationMs.get("triggerExecution", 0) / 1000,
+                        0, 0, 0.0, 0.0) if with_rows else None)
     table, columns = _visibility(job)
-    marks = visible.watermarks(config.path(table), run.started, columns,
-                               visible.max_per(*columns))
-    seen = visible.visible_at(marks, positions)
-    lags = [at - acked for at, acked in zip(seen, run.acked_at, strict=True) if at is not None]
-    return Freshness(rate, run.achieved_rate, lags, sum(at is None for at in seen), batches)
+    out = []
+    for phase in phases:
+        marks = visible.watermarks(config.path(table), phase.run.started, columns,
+                                   visible.max_per(*columns))
+        seen = visible.visible_at(marks, phase.positions)
+        lags = [at - acked for at, acked in zip(seen, phase.run.acked_at, strict=True)
+                if at is not None]
+        out.append(Freshness(phase.rate, phase.run.achieved_rate, lags,
+                             sum(at is None for at in seen), phase.batches, phase.load))
+    return first, out
 
 
 @dataclass
@@ -236,16 +318,21 @@ def _topic(bootstrap: str, prefix: str) -> str:
 
 
 def main() -> None:
-    """Run both measurements and print the tables."""
+    """Run the measurements and print the tables."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--events", type=int, default=30_000, help="throughput: topic size")
+    parser.add_argument("--events", type=int, default=60_000, help="throughput: topic size")
     parser.add_argument("--catalogs", type=int, default=8)
-    parser.add_argument("--batch", type=int, default=5000, help="throughput: maxOffsetsPerTrigger")
+    parser.add_argument("--batch", type=int, default=10_000,
+                        help="throughput: maxOffsetsPerTrigger")
+    parser.add_argument("--warmup-batches", type=int, default=2,
+                        help="throughput: batches before the steady state")
     parser.add_argument("--rates", default="1000,10000", help="freshness: offered events/s")
-    parser.add_argument("--seconds", type=float, default=20.0,
+    parser.add_argument("--seconds", type=float, default=10.0,
                         help="freshness: how long each rate is offered")
+    parser.add_argument("--warmup-seconds", type=float, default=10.0,
+                        help="freshness: the warm-up load's length, at 500 events/s")
     parser.add_argument("--trigger", type=float, default=1.0, help="freshness: trigger (s)")
-    parser.add_argument("--catch-up", type=float, default=300.0,
+    parser.add_argument("--catch-up", type=float, default=120.0,
                         help="freshness: how long to wait for the job after the last ack (s); "
                              "events still not visible then count as never visible")
     parser.add_argument("--write-threads", type=int, default=ProjectionConfig.write_threads)
@@ -255,14 +342,18 @@ def main() -> None:
     parser.add_argument("--tail", type=int, default=10_000, help="merged read: tail rows")
     parser.add_argument("--skip", default="",
                         help="comma list: throughput, freshness, merged")
+    parser.add_argument("--jobs", default=",".join(JOBS), help="comma list: projection, copy")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",") if r]
     skip = set(args.skip.split(","))
+    jobs = [j for j in args.jobs.split(",") if j]
     if "freshness" in skip:
         rates = []
     if "throughput" in skip:
         args.events = 0
-    needed = max([args.events] + [int(r * args.seconds) for r in rates])
+    warmup = int(500 * args.warmup_seconds)
+    counts = [(rate, int(rate * args.seconds)) for rate in rates]
+    needed = max(args.events, warmup + sum(c for _, c in counts))
     began = time.perf_counter()
     work = Workload([f"c{i}" for i in range(args.catalogs)], seed=1)
     work.run_events(needed)
@@ -270,14 +361,15 @@ def main() -> None:
     records, rvs = encoded(log), [e.resource_version for e in log]
     print(f"workload: {len(records)} events generated in {time.perf_counter() - began:.0f} s",
           flush=True)
-    results: dict[str, dict[str, object]] = {job: {} for job in JOBS}
+    results: dict[str, dict[str, object]] = {job: {} for job in jobs}
     with tempfile.TemporaryDirectory(prefix="metalog-bench-") as tmp:
         root = Path(tmp)
         broker = StackConfig.from_env(state_dir=root / "broker", port=BENCH_PORT,
                                       controller_port=BENCH_PORT + 1)
         stack.up(broker)
         spark = spark_session(app_name="metalog-bench-projection", extra_conf={
-            "spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(FAIR_POOLS)})
+            "spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(FAIR_POOLS),
+            "spark.sql.streaming.numRecentProgressUpdates": "1000"})
         spark.sparkContext.setLocalProperty("spark.scheduler.pool", PROJECTION_POOL)
         try:
             def config(name: str, topic: str, **kw: object) -> ProjectionConfig:
@@ -289,23 +381,23 @@ def main() -> None:
             if "throughput" not in skip:
                 topic = _topic(broker.bootstrap, "tp")
                 produce(broker.bootstrap, topic, records[:args.events], PARTITIONS)
-                for job in JOBS:
+                for job in jobs:
                     results[job]["throughput"] = throughput(
                         spark, job, config(f"tp-{job}", topic,
-                                           max_offsets_per_trigger=args.batch))
+                                           max_offsets_per_trigger=args.batch),
+                        args.warmup_batches)
                     print(job, results[job]["throughput"], flush=True)
-            if "freshness" not in skip:
-                for rate in rates:
-                    count = int(rate * args.seconds)
-                    for job in JOBS:
-                        name = f"f{int(rate)}-{job}"
-                        topic = _topic(broker.bootstrap, name)
-                        results[job][f"fresh {rate:.0f}"] = freshness(
-                            spark, job, config(name, topic, trigger_seconds=args.trigger),
-                            records[:count], rvs[:count], rate, f"bench-{name}",
-                            args.catch_up)
-                        print(job, rate, _fresh_cells(results[job][f"fresh {rate:.0f}"]),
-                              flush=True)
+            if counts:
+                for job in jobs:
+                    name = f"fresh-{job}"
+                    topic = _topic(broker.bootstrap, name)
+                    first, phases = freshness(
+                        spark, job, config(name, topic, trigger_seconds=args.trigger),
+                        records, rvs, warmup, counts, args.catch_up)
+                    results[job]["fresh first"] = first
+                    for phase in phases:
+                        results[job][f"fresh {phase.offered:.0f}"] = phase
+                        print(job, phase.offered, _fresh_cells(phase), flush=True)
             if "merged" not in skip:
                 _load()
                 merged = merged_read(spark, root / "merged", args.keys, args.tail)
@@ -325,7 +417,7 @@ def _fresh_cells(result: object) -> str:
     cells = [f"{result.quantile(q):.1f} s" for q in (0.5, 0.99)]
     note = f", {result.missing} never visible" if result.missing else ""
     return (f"{cells[0]} / {cells[1]} (achieved {result.achieved:,.0f}/s, "
-            f"{result.batches} batches{note})")
+            f"{result.batches} batches, load {result.load}{note})")
 
 
 def _print(args: argparse.Namespace, results: dict[str, dict[str, object]],
@@ -333,22 +425,37 @@ def _print(args: argparse.Namespace, results: dict[str, dict[str, object]],
     print(f"\n{args.catalogs} catalogs, {PARTITIONS} partitions, write threads "
           f"{args.write_threads}\n")
     if all("throughput" in r for r in results.values()):
-        print(f"Throughput: {args.events} events, maxOffsetsPerTrigger={args.batch}\n")
-        print("| job | wall (start incl.) | events/s | batches | batch time | events/s "
-              "(batches) |\n|---|---|---|---|---|---|")
+        print(f"Throughput: {args.events} events, maxOffsetsPerTrigger={args.batch}, "
+              f"{args.warmup_batches} warm-up batches\n")
+        print("| job | steady events/s | steady batches | mean batch | first batch "
+              "(start → end; own time) |\n|---|---|---|---|---|")
         for job, result in results.items():
             t = result["throughput"]
             assert isinstance(t, Throughput)
-            print(f"| {job} | {t.wall_s:.1f} s | {t.rows / t.wall_s:,.0f} | {t.batches} | "
-                  f"{t.batch_s:.1f} s | {t.rows / t.batch_s:,.0f} |")
+            print(f"| {job} | {t.rate:,.0f} | {t.batches} ({t.rows:,} events in "
+                  f"{t.steady_s:.1f} s) | {t.steady_batch_s:.2f} s | {t.first_s:.1f} s; "
+                  f"{t.first_batch_s:.1f} s |")
+        if {"projection", "copy"} <= results.keys():
+            ratio = (_rate(results["projection"]) / max(_rate(results["copy"]), 1e-9))
+            print(f"\nprojection ÷ copy, steady state: {ratio:.2f}")
     if rates and all(f"fresh {rates[0]:.0f}" in r for r in results.values()):
         print(f"\nFreshness (ack → visible in Delta), p50 / p99, trigger {args.trigger} s, "
-              f"{args.seconds} s offered per rate\n")
-        print("| job | " + " | ".join(f"{r:,.0f} events/s" for r in rates) + " |")
-        print("|---|" + "---|" * len(rates))
+              f"{args.seconds} s offered per rate after a {args.warmup_seconds} s warm-up\n")
+        print("| job | first batch (warm-up) | " + " | ".join(
+            f"{r:,.0f} events/s" for r in rates) + " |")
+        print("|---|---|" + "---|" * len(rates))
         for job, result in results.items():
-            print(f"| {job} | " + " | ".join(_fresh_cells(result[f"fresh {r:.0f}"])
-                                              for r in rates) + " |")
+            first = result.get("fresh first")
+            cell = (f"{first.first_batch_s:.1f} s"
+                    if isinstance(first, Throughput) else "—")
+            print(f"| {job} | {cell} | " + " | ".join(_fresh_cells(result[f"fresh {r:.0f}"])
+                                                      for r in rates) + " |")
+
+
+def _rate(result: dict[str, object]) -> float:
+    t = result["throughput"]
+    assert isinstance(t, Throughput)
+    return t.rate
 
 
 if __name__ == "__main__":

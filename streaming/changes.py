@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from streaming.decode import decode
+from streaming.decode import mutations as decoded_mutations
 from streaming.fold import FOLD_OUTPUT
 from streaming.layout import (
     CHANGES,
@@ -61,11 +61,11 @@ def change_rows(folded: DataFrame) -> DataFrame:
             code (every writer schema's decoder, the per-kind structs) would
             then be compiled again for every batch.
     """
-    released = decode(folded.where(F.col("row_type") == "change").select(
+    released = decoded_mutations(folded.where(F.col("row_type") == "change").select(
         "catalog", "resource_version", "schema_epoch", "value", "batch_id"))
     mutations = released.select(
         "catalog", "schema_epoch", "resource_version", "batch_id",
-        F.posexplode("event.mutations").alias("pos", "m")).select(
+        F.posexplode("mutations").alias("pos", "m")).select(
         "catalog", F.col("m.key").alias("key"), F.col("m.op").alias("op"),
         F.col("m.value").alias("value"), "schema_epoch", "resource_version",
         F.col("pos").cast("long").alias("pos"), "batch_id")

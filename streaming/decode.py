@@ -9,13 +9,14 @@ quarantine with the reason instead.
 
 The projection decodes twice: before its fold only the envelope (`envelope`:
 a reader schema without the requirements and the mutations' values, which
-Avro skips without building them), after it the full event of each released
-change (`decode`). The raw bytes ride through the fold in between.
+Avro skips without building them), after it only the mutations of each
+released change (`mutations`). The raw bytes ride through the fold in between.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache
 
 from pyspark.sql import Column, DataFrame
@@ -72,15 +73,85 @@ def envelope_reader_schema(reader_schema_json: str) -> str:
     return json.dumps({**schema, "fields": fields})
 
 
-def _decoded(decoders: list[SparkDecoder], slim: bool = False) -> Column:
-    """The reader-schema struct: one `from_avro` per writer fingerprint, coalesced."""
+@cache
+def mutations_reader_schema(reader_schema_json: str) -> str:
+    """The event reader schema with `mutations` as its only field.
+
+    Avro skips every other writer field, so a released change decodes
+    nothing but what `changes` shows. Named types the mutations' values use
+    but an earlier field defines (Avro defines a name where it first occurs)
+    are defined where the mutations first use them.
+    """
+    schema = json.loads(reader_schema_json)
+    named: dict[str, object] = {}
+
+    def collect(node: object, namespace: str) -> None:
+        if isinstance(node, list):
+            for item in node:
+                collect(item, namespace)
+        elif isinstance(node, dict):
+            space = str(node.get("namespace", namespace))
+            if node.get("type") in ("record", "enum", "fixed") and "name" in node:
+                named.setdefault(_full_name(str(node["name"]), space), node)
+            for field in node.get("fields", ()):
+                collect(field["type"], space)
+            for key in ("items", "values"):
+                if key in node:
+                    collect(node[key], space)
+            if isinstance(node.get("type"), (dict, list)):
+                collect(node["type"], space)
+
+    def inline(node: object, namespace: str, defined: set[str]) -> object:
+        if isinstance(node, str):
+            name = _full_name(node, namespace)
+            if name in named and name not in defined:
+                return inline(named[name], namespace, defined)
+            return node
+        if isinstance(node, list):
+            return [inline(item, namespace, defined) for item in node]
+        if not isinstance(node, dict):
+            return node
+        space = str(node.get("namespace", namespace))
+        out = dict(node)
+        if node.get("type") in ("record", "enum", "fixed") and "name" in node:
+            defined.add(_full_name(str(node["name"]), space))
+        if "fields" in node:
+            out["fields"] = [{**f, "type": inline(f["type"], space, defined)}
+                             for f in node["fields"]]
+        for key in ("items", "values"):
+            if key in node:
+                out[key] = inline(node[key], space, defined)
+        if isinstance(node.get("type"), (dict, list, str)) and node.get("type") not in (
+                "record", "enum", "fixed", "array", "map"):
+            out["type"] = inline(node["type"], space, defined)
+        return out
+
+    namespace = str(schema.get("namespace", ""))
+    collect(schema, namespace)
+    mutations = next(f for f in schema["fields"] if f["name"] == "mutations")
+    field = {**mutations, "type": inline(mutations["type"], namespace,
+                                         {_full_name(str(schema["name"]), namespace)})}
+    return json.dumps({**schema, "fields": [field]})
+
+
+def _full_name(name: str, namespace: str) -> str:
+    return name if "." in name or not namespace else f"{namespace}.{name}"
+
+
+def _decoded(decoders: list[SparkDecoder], reader: Callable[[str], str] | None = None) -> Column:
+    """The reader-schema struct: one `from_avro` per writer fingerprint, coalesced.
+
+    Args:
+        decoders: The shipped writer schemas.
+        reader: Derives the reader schema from the current one (None: the whole event).
+    """
     header = decoders[0].header_length
     body = F.expr(f"substring(value, {header + 1}, length(value) - {header})")
     branches = [
         F.when(
             _fingerprint() == F.lit(d.fingerprint),
             from_avro(body, d.writer_schema_json, {
-                "avroSchema": (envelope_reader_schema(d.reader_schema_json) if slim
+                "avroSchema": (reader(d.reader_schema_json) if reader
                                else d.reader_schema_json), **AVRO_OPTIONS}),
         )
         for d in decoders
@@ -131,12 +202,22 @@ def decode(raw: DataFrame) -> DataFrame:
     return with_event.withColumn("reason", _reason(decoders))
 
 
+def mutations(raw: DataFrame) -> DataFrame:
+    """Rows that decoded before (the fold's released changes) with their `mutations` array.
+
+    Decodes the mutations alone (`mutations_reader_schema`), and no `reason`:
+    a released change's record decoded once already, in `envelope`.
+    """
+    return raw.withColumn(
+        "mutations", _decoded(spark_decoders("event"), mutations_reader_schema)["mutations"])
+
+
 def envelope(raw: DataFrame) -> DataFrame:
     """Kafka rows as `ENVELOPE_COLUMNS`; a row that does not decode has only its position,
     its bytes and `reason` (the rest null).
     """
     decoders = spark_decoders("event")
-    decoded = raw.withColumn("event", _decoded(decoders, slim=True)).withColumn(
+    decoded = raw.withColumn("event", _decoded(decoders, envelope_reader_schema)).withColumn(
         "reason", _reason(decoders))
     intent = "event.intent"
     return decoded.select(

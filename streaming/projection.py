@@ -31,7 +31,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from streaming import sink
-from streaming.changes import change_rows, log_rows, quarantine_rows, table_schemas
+from streaming.changes import ROW_COLUMNS, change_rows, log_rows, quarantine_rows, table_schemas
 from streaming.decode import envelope, split
 from streaming.errors import OldCheckpoint, ProjectionError
 from streaming.fold import FOLD_OUTPUT, QUARANTINE, CatalogFold
@@ -53,8 +53,26 @@ SESSION_CONF = {
     "spark.databricks.delta.snapshotPartitions": "2",
     # The optional `.crc` file per commit costs a snapshot computation per write.
     "spark.databricks.delta.writeChecksumFile.enabled": "false",
+    # No batch without new records: the fold has no timers and no watermark
+    # that would need one.
+    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
 }
 """Session confs of the projection (set by `start_projection`)."""
+
+APPEND_PROPERTIES = {
+    # Delta writes a checkpoint of the whole table state every this many
+    # commits, inside the commit of a batch: with one commit per trigger,
+    # the default 10 puts a state reconstruction into every tenth batch.
+    "delta.checkpointInterval": "100",
+}
+TABLE_PROPERTIES: dict[str, dict[str, str]] = {
+    # File statistics only for the row columns (the last is `batch_id`, what the
+    # readers and the compaction filter the tail by), not for the per-kind
+    # structs' leaves: less work in every append's write tasks.
+    CHANGES: {**APPEND_PROPERTIES, "delta.dataSkippingNumIndexedCols": str(len(ROW_COLUMNS))},
+    "metadata_log": APPEND_PROPERTIES,
+}
+"""Delta table properties of the tables a micro-batch appends to, set when they are created."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +117,7 @@ class ProjectionConfig:
 def ensure_tables(spark: SparkSession, config: ProjectionConfig) -> None:
     """Create every table that does not exist yet, empty, with its schema."""
     for name, schema in table_schemas(spark).items():
-        sink.ensure_table(spark, config.path(name), schema)
+        sink.ensure_table(spark, config.path(name), schema, TABLE_PROPERTIES.get(name))
 
 
 class BatchWriter:
@@ -129,11 +147,14 @@ class BatchWriter:
         """Append one folded micro-batch."""
         spark = batch.sparkSession
         started = time.monotonic()
-        # The fold runs once: every append starts from these rows. The batch
-        # id rides as a column (see `change_rows`).
-        folded = batch.withColumn("batch_id", F.lit(batch_id).cast("long")).localCheckpoint()
+        # The fold runs once: every append starts from these rows, cached by
+        # the one job that also counts them (a `localCheckpoint` would be a
+        # job of its own before the count). The batch id rides as a column
+        # (see `change_rows`).
+        folded = batch.withColumn("batch_id", F.lit(batch_id).cast("long")).persist()
         counts = {row["row_type"]: int(row["count"])
                   for row in folded.groupBy("row_type").count().collect()}
+        folded_at = time.monotonic()
         writes: dict[str, Callable[[], None]] = {}
         if counts.get("change") or counts.get("state"):
             writes[CHANGES] = lambda: sink.append(change_rows(folded),
@@ -152,8 +173,8 @@ class BatchWriter:
                 _run_all(spark, writes, self.config.write_threads)
         folded.unpersist()
         self._finished = batch_id
-        LOG.info("batch %d appended in %.1f s (%s)", batch_id, time.monotonic() - started,
-                 counts)
+        LOG.info("batch %d appended in %.1f s (fold and count %.1f s; %s)", batch_id,
+                 time.monotonic() - started, folded_at - started, counts)
 
 
 def _run_all(spark: SparkSession, writes: dict[str, Callable[[], None]], threads: int) -> None:

@@ -15,7 +15,7 @@ stages) on every commit: the largest fixed cost of a batch on a small machine.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from delta.tables import DeltaTable
@@ -66,10 +66,17 @@ def committed(spark: SparkSession, path: str, tag: str) -> bool:
     return any(row[0] == tag for row in history.select("userMetadata").collect())
 
 
-def ensure_table(spark: SparkSession, path: str, schema: StructType) -> None:
-    """Create an empty Delta table at `path` unless one exists there."""
-    if not DeltaTable.isDeltaTable(spark, path):
-        spark.createDataFrame([], schema).write.format("delta").mode("ignore").save(path)
+def ensure_table(spark: SparkSession, path: str, schema: StructType,
+                 properties: Mapping[str, str] | None = None) -> None:
+    """Create an empty Delta table at `path` with its table `properties`, unless one exists."""
+    if DeltaTable.isDeltaTable(spark, path):
+        return
+    # Written from a DataFrame, every column is nullable (the table builder
+    # would keep the schema's NOT NULL fields as constraints).
+    spark.createDataFrame([], schema).write.format("delta").mode("ignore").save(path)
+    if properties:
+        settings = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({settings})")
 
 
 def append(df: DataFrame, path: str) -> None:
