@@ -1,7 +1,7 @@
 """The Spark Structured Streaming projection of `metalog.events` into Delta tables.
 
 Kafka (read_committed) → the envelope of each record (`streaming.decode.envelope`;
-the raw bytes ride along) → `groupBy(catalog)` + `transformWithState` with
+the raw bytes ride along) → `groupBy(catalog)` + `transformWithStateInPandas` with
 `streaming.fold.CatalogFold` (sequencing, gap holding and publication gating
 per catalog, state in the RocksDB state store) → per micro-batch, in
 `foreachBatch`, one append each to `changes` (the released mutations, decoded
