@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 
 from events.codec import decode_event
@@ -100,13 +100,14 @@ def _step(data: bytes, tables: tuple[int, ...], intent: str, at: int) -> Step:
 
 def table_history_raw(
     catalog: str,
-    records: Sequence[bytes],
+    log: Iterable[bytes],
     name: QualifiedName | None = None,
     table_id: int | None = None,
 ) -> TableHistory:
     """`table_history` over the catalog's records (log order), decoding only what it needs.
 
-    A record that is not an event is skipped, as the decoded log skips it.
+    A record that is not an event is skipped, as the decoded log skips it. The first
+    pass reads `log` as it comes (from a consumer: while the next records are fetched).
 
     Raises:
         ReplayError: No table in the log had that name or id.
@@ -114,7 +115,9 @@ def table_history_raw(
     lineage = Lineage()
     envelopes: list[bytes] = []  # each record's `tables` array as bytes (empty: not an event)
     epochs: list[int] = []
-    for index, data in enumerate(records):
+    records: list[bytes] = []
+    for index, data in enumerate(log):
+        records.append(data)
         try:
             (start, end), intent, at = skim(data)
         except NotAnEvent:
