@@ -2,8 +2,10 @@
 
 `python -m projector.audit.consume` is the child `projector.audit.read` starts
 for a big log: it reads the spans and settings as one pickle on stdin and
-writes pickles to stdout: ("batch", partition, offsets, lengths, block) with
-the batch's values joined in one block, ("end", partition, offset),
+writes pickles to stdout: ("batch", partition, offsets, lengths, block, hashed)
+with the batch's values joined in one block and, per record, whether its bytes
+match its hash (`fast.matches`: the child's share of the checks, so the two
+processes share the work), ("end", partition, offset),
 ("error", code, reason), then ("done",). The child's stderr is discarded (a
 failure arrives as "error", or as the end of its output).
 """
@@ -19,6 +21,7 @@ from typing import Any, BinaryIO
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
 
+from projector.audit.fast import matches
 from projector.kafka.clients import new_consumer
 from projector.kafka.security import KafkaSecurity
 
@@ -68,7 +71,8 @@ def send_all(out: BinaryIO, bootstrap: str, topic: str, security: KafkaSecurity,
             offsets = array("q", (o for o, _ in batch)).tobytes()
             lengths = array("q", (len(v) for _, v in batch)).tobytes()
             block = b"".join(v for _, v in batch)
-            pickle.dump(("batch", partition, offsets, lengths, block), out, protocol=5)
+            hashed = bytes(matches(v) for _, v in batch)
+            pickle.dump(("batch", partition, offsets, lengths, block, hashed), out, protocol=5)
         for partition, end in ends.items():
             pickle.dump(("end", partition, end), out, protocol=5)
     except KafkaException as exc:

@@ -7,7 +7,8 @@ lengths inlined, varints decoded in place, the timestamp skipped), and checks
 the record's hash with the likeliest `trace_id` reading. Anything else (a long
 string, a sized block, an odd trace id, a hash that does not match) gives None:
 the caller reads that record with `parse`, which is exact. So the fast path
-never decides a fault; it only confirms the common case.
+never decides a fault; it only confirms the common case. The hash can be
+checked apart (`matches`), in the process that consumes the records.
 """
 
 from __future__ import annotations
@@ -26,8 +27,38 @@ Checked = tuple[bytes, int, int, list[tuple[int, int]], str, bytes, bytes]
 """`(catalog bytes, resource_version, leader_epoch, tables, intent, prev_hash, hash)`."""
 
 
-def checked(data: bytes) -> Checked | None:
+def matches(data: bytes) -> bool:
+    """Whether the record's bytes match its hash in the likeliest reading of its end (the
+    part of `checked` that can be done apart: `checked(data, hashed=True)` skips it)."""
+    writer = WRITERS.get(data[2:HEADER_LENGTH])
+    if writer is None:
+        return False
+    end = len(data)
+    tail = _tail(data, end) if writer[1] else 0
+    hash_at = end - tail - 33
+    prev_at = hash_at - 33
+    if tail < 0 or prev_at < HEADER_LENGTH or data[hash_at] != 0x40 or data[prev_at] != 0x40:
+        return False
+    body = data[HEADER_LENGTH:hash_at] + b"\x00" + data[end - tail :]
+    return _sha256(data[prev_at + 1 : hash_at] + body).digest() == data[hash_at + 1 : hash_at + 33]
+
+
+def _tail(data: bytes, end: int) -> int:
+    """The likeliest length of a v2+ record's `trace_id`: none (null), or a W3C one (0x02,
+    0x40, 32 characters); -1 for any other (`parse` tries every reading)."""
+    if data[end - 1] == 0:
+        return 1
+    if end > 34 and data[end - 34] == 2 and data[end - 33] == 0x40:
+        return 34
+    return -1
+
+
+def checked(data: bytes, hashed: bool = False) -> Checked | None:
     """A well-formed record whose bytes match its hash, read fast; None: read it with `parse`.
+
+    Args:
+        data: The record.
+        hashed: The caller found `matches(data)` true: the hash is not checked again.
 
     Returns:
         The catalog's name as bytes, the resource_version, the leader_epoch, the
@@ -112,23 +143,17 @@ def checked(data: bytes) -> Checked | None:
         if index & 0x81 or index >> 1 >= len(names):
             return None
         end = len(data)
-        tail = 0
-        if traced:  # no trace id (null), or a W3C one (0x02, 0x40, 32 characters)
-            if data[end - 1] == 0:
-                tail = 1
-            elif data[end - 34] == 2 and data[end - 33] == 0x40:
-                tail = 34
-            else:
-                return None
+        tail = _tail(data, end) if traced else 0
         hash_at = end - tail - 33
         prev_at = hash_at - 33
-        if prev_at <= at or data[hash_at] != 0x40 or data[prev_at] != 0x40:
+        if tail < 0 or prev_at <= at or data[hash_at] != 0x40 or data[prev_at] != 0x40:
             return None
         prev = data[prev_at + 1 : hash_at]
         recorded = data[hash_at + 1 : hash_at + 33]
-        body = data[HEADER_LENGTH:hash_at] + b"\x00" + data[end - tail :]
-        if _sha256(prev + body).digest() != recorded:
-            return None
+        if not hashed:
+            body = data[HEADER_LENGTH:hash_at] + b"\x00" + data[end - tail :]
+            if _sha256(prev + body).digest() != recorded:
+                return None
     except (IndexError, AttributeError):  # cut short: `parse` says where
         return None
     return catalog, rv >> 1, epoch >> 1, tables, names[index >> 1], prev, recorded

@@ -30,6 +30,9 @@ from projector.audit.verify import Verifier
 from projector.kafka.clients import new_consumer, partition_count, watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
+Record = tuple[int, int, bytes, bool]
+"""(partition, offset, value, hashed): `hashed`, the value was found to match its hash."""
+
 CHILD_FROM = 200_000
 """A log of at least this many records (offsets) is consumed in a child process."""
 
@@ -56,6 +59,11 @@ class TopicLog:
 
     def records(self) -> Iterator[tuple[int, int, bytes]]:
         """Every committed record as (partition, offset, value), partition by partition."""
+        return ((p, o, v) for p, o, v, _ in self.hashed_records())
+
+    def hashed_records(self) -> Iterator[Record]:
+        """Every committed record as (partition, offset, value, hashed), partition by
+        partition; `hashed`: the reading process found its bytes match its hash."""
         consumer = new_consumer(self.bootstrap, self.security, bulk=True)
         try:
             count = partition_count(consumer, self.topic) or 0
@@ -67,13 +75,13 @@ class TopicLog:
                     spans.append((partition, low, high))
             if sum(high - low for _, low, high in spans) < self.child_from:
                 for partition, batch in batches(consumer, self.topic, spans, self.ends):
-                    yield from ((partition, o, v) for o, v in batch)
+                    yield from ((partition, o, v, False) for o, v in batch)
                 return
         finally:
             consumer.close()
         yield from self._from_child(spans)
 
-    def _from_child(self, spans: list[Span]) -> Iterator[tuple[int, int, bytes]]:
+    def _from_child(self, spans: list[Span]) -> Iterator[Record]:
         root = str(Path(__file__).resolve().parents[2])  # the package's root, for the child
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (root, os.environ.get("PYTHONPATH")) if p)}  # fmt: skip
@@ -93,11 +101,11 @@ class TopicLog:
                         KafkaError(KafkaError._FAIL, "the reading process stopped before the end")
                     ) from None
                 if message[0] == "batch":
-                    _, partition, offsets, lengths, block = message
+                    _, partition, offsets, lengths, block, hashed = message
                     at = 0
-                    for offset, length in zip(array("q", offsets), array("q", lengths),
-                                              strict=True):  # fmt: skip
-                        yield partition, offset, block[at : at + length]
+                    for offset, length, ok in zip(array("q", offsets), array("q", lengths),
+                                                  hashed, strict=True):  # fmt: skip
+                        yield partition, offset, block[at : at + length], ok == 1
                         at += length
                 elif message[0] == "end":
                     self.ends[message[1]] = message[2]
@@ -112,13 +120,13 @@ class TopicLog:
             child.wait()
 
 
-def verify_records(records: Iterator[tuple[int, int, bytes]], verifier: Verifier) -> Report:
-    """Feed `records` ((partition, offset, value), partition by partition) to `verifier`.
+def verify_records(records: Iterator[Record], verifier: Verifier) -> Report:
+    """Feed `records` ((partition, offset, value, hashed), partition by partition) to `verifier`.
 
     Stops reading once the verifier has its answer.
     """
-    for partition, offset, value in records:
-        verifier.feed(partition, offset, value)
+    for partition, offset, value, hashed in records:
+        verifier.feed(partition, offset, value, hashed)
         if verifier.done:
             break
     return verifier.finish()
@@ -127,4 +135,4 @@ def verify_records(records: Iterator[tuple[int, int, bytes]], verifier: Verifier
 def verify_topic(bootstrap: str, topic: str, verifier: Verifier,
                  security: KafkaSecurity = PLAINTEXT) -> Report:  # fmt: skip
     """Verify the events topic on a cluster (see `Verifier`)."""
-    return verify_records(TopicLog(bootstrap, topic, security).records(), verifier)
+    return verify_records(TopicLog(bootstrap, topic, security).hashed_records(), verifier)

@@ -110,12 +110,19 @@ class Verifier:
         """Whether the outcome is known: reading further changes nothing."""
         return self.report.fault is not None
 
-    def feed(self, partition: int, offset: int, data: bytes) -> None:
-        """Check the next record of `partition` (records of a partition in offset order)."""
+    def feed(self, partition: int, offset: int, data: bytes, hashed: bool = False) -> None:
+        """Check the next record of `partition` (records of a partition in offset order).
+
+        Args:
+            partition: Its partition.
+            offset: Its offset.
+            data: Its bytes.
+            hashed: The reader found `fast.matches(data)` true (its hash is not recomputed).
+        """
         if self.report.fault is not None:
             return
         self.report.records += 1
-        if not self._fold and self._gap is None and self._quick(partition, offset, data):
+        if not self._fold and self._gap is None and self._quick(partition, offset, data, hashed):
             return
         try:
             raw = parse(data)
@@ -140,11 +147,11 @@ class Verifier:
         self._check(state, seen)
         state.partition, state.next_offset = partition, offset + 1
 
-    def _quick(self, partition: int, offset: int, data: bytes) -> bool:
+    def _quick(self, partition: int, offset: int, data: bytes, hashed: bool) -> bool:
         """The common case, checked from `fast.checked`: an event (no election, no
         checkpoint) that passes every check. False: `feed` reads it again with `parse`
         and runs the checks one by one, which name the fault if there is one."""
-        read = checked(data)
+        read = checked(data, hashed)
         if read is None:
             return False
         catalog, rv, epoch, tables, intent, prev, recorded = read

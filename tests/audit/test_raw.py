@@ -5,7 +5,7 @@ import pytest
 from events.chain import event_hash, seal_record
 from events.codec import codec, decode_event
 from events.schema_store import default_store
-from projector.audit.fast import checked
+from projector.audit.fast import checked, matches
 from projector.audit.raw import NotAnEvent, parse, rechained
 from tests.events import event_golden as golden
 from tests.events import event_samples as samples
@@ -75,3 +75,16 @@ def test_the_fast_path_reads_a_traced_event_or_leaves_it_to_parse(trace_id: str 
         assert fast[6] == sealed.event.hash
     else:
         assert fast is None
+
+
+@pytest.mark.parametrize("trace_id", [None, "0af7651916cd43dd8448eb211c80319c", "", "x" * 300])
+def test_matches_says_whether_the_bytes_match_the_hash_as_parse_finds(trace_id: str | None) -> None:
+    event = samples.EVENTS["TableAltered"].model_copy(update={"trace_id": trace_id})
+    record = seal_record(event).record
+    changed = bytearray(record)
+    changed[20] ^= 0x01  # in the envelope
+    for data in (record, bytes(changed)):
+        raw = parse(data)
+        plain = trace_id is None or len(trace_id) == 32  # the readings `matches` tries
+        assert matches(data) == (plain and raw.computed == raw.hash)
+        assert checked(data, hashed=matches(data)) == checked(data)
