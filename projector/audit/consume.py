@@ -61,8 +61,9 @@ def batches(consumer: Consumer, topic: str, spans: list[Span],
 
 
 def send_all(out: BinaryIO, bootstrap: str, topic: str, security: KafkaSecurity,
-             spans: list[Span]) -> None:  # fmt: skip
-    """Consume `spans` and write every batch, the ends and the outcome to `out` (see above)."""
+             spans: list[Span], hashing: bool) -> None:  # fmt: skip
+    """Consume `spans` and write every batch, the ends and the outcome to `out` (see above);
+    without `hashing` every record's `hashed` is 0."""
     ends: dict[int, int] = {}
     consumer = new_consumer(bootstrap, security, bulk=True)
     last: tuple[Any, ...] = ("done",)
@@ -71,7 +72,7 @@ def send_all(out: BinaryIO, bootstrap: str, topic: str, security: KafkaSecurity,
             offsets = array("q", (o for o, _ in batch)).tobytes()
             lengths = array("q", (len(v) for _, v in batch)).tobytes()
             block = b"".join(v for _, v in batch)
-            hashed = bytes(matches(v) for _, v in batch)
+            hashed = bytes(matches(v) for _, v in batch) if hashing else bytes(len(batch))
             pickle.dump(("batch", partition, offsets, lengths, block, hashed), out, protocol=5)
         for partition, end in ends.items():
             pickle.dump(("end", partition, end), out, protocol=5)
@@ -86,9 +87,9 @@ def send_all(out: BinaryIO, bootstrap: str, topic: str, security: KafkaSecurity,
 
 def main() -> None:
     """The child: its task from stdin, its records to stdout."""
-    bootstrap, topic, security, spans = pickle.load(sys.stdin.buffer)
+    bootstrap, topic, security, spans, hashing = pickle.load(sys.stdin.buffer)
     try:
-        send_all(sys.stdout.buffer, bootstrap, topic, security, spans)
+        send_all(sys.stdout.buffer, bootstrap, topic, security, spans, hashing)
     except BrokenPipeError:
         return  # the reader stopped early: it has its answer
 

@@ -289,6 +289,8 @@ def test_a_log_read_through_the_child_process_is_the_log_read_here(
     assert records == list(here.records())
     assert [value for _, _, value in records] == signed
     assert child.ends == here.ends
+    hashed = list(TopicLog(wire.bootstrap, wire.events, child_from=0).hashed_records())
+    assert [r[:3] for r in hashed] == records and all(ok for *_, ok in hashed)  # genuine bytes
     stopped = child.records()
     assert next(stopped) == records[0]
     stopped.close()  # the reader's answer came early: the child is ended, nothing hangs
