@@ -12,8 +12,11 @@ checkpoint signed every `--every` events:
 - the template itself, genuine: it measures the full verify, every event
   also decoded and folded (requirements, publication order).
 
-For each: the raw consume rate (the same consumer, `projector.audit.read.TopicLog`,
-counting records) and the verify rate, one after the other.
+For each: the raw consume rate and the verify rate, one after the other, both
+read the same way (`projector.audit.read.TopicLog`: bulk fetch settings, and a
+log of 200,000 records or more consumed in a child process): the raw consume
+counts `TopicLog.records()` (the floor), the verify runs `verify_topic` (the
+child also checks each record's hash, its share of the work).
 
 Run: `.venv/bin/python -m bench.audit_verify [--events 1000000] [--template 10000]`
 (starts its own broker on a free bench port unless `--bootstrap` is given).

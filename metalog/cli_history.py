@@ -41,8 +41,8 @@ def history_of(
         if not dot or not schema or not rest:
             raise ReplayError(f"`{table}` is not SCHEMA.TABLE: name the schema, e.g. public.orders")
         name = (schema, rest)
-    records = list(LogReader(bootstrap, topics, catalog, security=reader).raw())
-    return table_history_raw(catalog, records, name, table_id)
+    return table_history_raw(catalog, LogReader(bootstrap, topics, catalog, security=reader).raw(),
+                             name, table_id)  # fmt: skip
 
 
 def _history(args: argparse.Namespace) -> int:

@@ -23,17 +23,17 @@ from producers.kafka.errors import kafka_error
 from projector.audit.bundle import Bundle, write_bundle
 from projector.audit.faults import AuditFailed, Fault, Report
 from projector.audit.raw import NotAnEvent, parse
-from projector.audit.read import TopicLog, verify_records
+from projector.audit.read import Record, TopicLog, verify_records
 from projector.audit.verify import Verifier
 
 
-def _source(args: argparse.Namespace) -> tuple[Iterator[tuple[int, int, bytes]], dict[int, int]]:
+def _source(args: argparse.Namespace) -> tuple[Iterator[Record], dict[int, int]]:
     """The records to read: the bundle's (`--bundle`) or the events topic's."""
     if getattr(args, "bundle", None):
         bundle = Bundle(Path(args.bundle))
-        return bundle.records(), bundle.ends
+        return ((p, o, v, False) for p, o, v in bundle.records()), bundle.ends
     log = TopicLog(args.bootstrap, Topics(args.prefix).events, security(args, "follower"))
-    return log.records(), log.ends
+    return log.hashed_records(), log.ends
 
 
 def _public_key(args: argparse.Namespace) -> tuple[Any, str]:
@@ -153,7 +153,7 @@ def _export(args: argparse.Namespace) -> int:
     latest: dict[str, Checkpoint] = {}
 
     def noting() -> Iterator[tuple[int, int, bytes]]:
-        for partition, offset, value in records:
+        for partition, offset, value, _ in records:
             try:
                 raw = parse(value)
             except NotAnEvent:

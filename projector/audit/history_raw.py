@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
 
 from events.codec import decode_event
@@ -67,21 +67,34 @@ def step_of(data: bytes, envelope: Head | None = None) -> tuple[str, Step]:
                                   envelope.at)  # fmt: skip
 
 
+def _string(data: bytes, at: int) -> tuple[str, int]:
+    """`string_at` with a one-byte length read here (a create's names, every second record
+    of a growing catalog, are short)."""
+    size = data[at]
+    end = at + 1 + (size >> 1)
+    if size & 0x81 or end > len(data):
+        return string_at(data, at)
+    try:
+        return data[at + 1 : end].decode(), end
+    except UnicodeDecodeError as exc:
+        raise NotAnEvent("a string is not UTF-8") from exc
+
+
 def _step(data: bytes, tables: tuple[int, ...], intent: str, at: int) -> Step:
     """The step of an intent whose fields start at `at` (see `step_of`)."""
     try:
         if intent == "TableCreated" or intent == "TableRecovered":
             table_id, at = long_at(data, at)
-            schema, at = string_at(data, at)
-            table, _ = string_at(data, at)
+            schema, at = _string(data, at)
+            table, _ = _string(data, at)
             if intent == "TableCreated":
                 return Step(tables, table_id, created=(schema, table))
             return Step(tables, table_id, named=(schema, table))
         if intent == "TableRenamed":
             table_id, at = long_at(data, at)
-            schema, at = string_at(data, at)
-            _, at = string_at(data, at)
-            table, _ = string_at(data, at)
+            schema, at = _string(data, at)
+            _, at = _string(data, at)
+            table, _ = _string(data, at)
             return Step(tables, table_id, named=(schema, table))
         if intent == "TableTruncated":
             table_id, at = long_at(data, at)
@@ -100,13 +113,14 @@ def _step(data: bytes, tables: tuple[int, ...], intent: str, at: int) -> Step:
 
 def table_history_raw(
     catalog: str,
-    records: Sequence[bytes],
+    log: Iterable[bytes],
     name: QualifiedName | None = None,
     table_id: int | None = None,
 ) -> TableHistory:
     """`table_history` over the catalog's records (log order), decoding only what it needs.
 
-    A record that is not an event is skipped, as the decoded log skips it.
+    A record that is not an event is skipped, as the decoded log skips it. The first
+    pass reads `log` as it comes (from a consumer: while the next records are fetched).
 
     Raises:
         ReplayError: No table in the log had that name or id.
@@ -114,7 +128,9 @@ def table_history_raw(
     lineage = Lineage()
     envelopes: list[bytes] = []  # each record's `tables` array as bytes (empty: not an event)
     epochs: list[int] = []
-    for index, data in enumerate(records):
+    records: list[bytes] = []
+    for index, data in enumerate(log):
+        records.append(data)
         try:
             (start, end), intent, at = skim(data)
         except NotAnEvent:

@@ -83,7 +83,8 @@ def _intent_names() -> dict[bytes, tuple[tuple[str, ...], bool]]:
     return out
 
 
-_WRITERS = _intent_names()
+WRITERS = _intent_names()
+"""Per event writer fingerprint: its intent names and whether it has `trace_id`."""
 _CATALOGS: dict[bytes, str] = {}
 """Catalog names decoded once (a log holds few)."""
 
@@ -178,7 +179,7 @@ def _writer(data: bytes) -> tuple[tuple[str, ...], bool]:
     """
     if data[:2] != MAGIC or len(data) < HEADER_LENGTH + 2 * _HASH_FIELD:
         raise NotAnEvent("not a single-object encoded record")
-    writer = _WRITERS.get(data[2:HEADER_LENGTH])
+    writer = WRITERS.get(data[2:HEADER_LENGTH])
     if writer is None:
         raise NotAnEvent(f"writer schema {data[2:HEADER_LENGTH].hex()} is not an event schema")
     return writer
@@ -249,7 +250,7 @@ def skim(data: bytes) -> tuple[tuple[int, int], str, int]:
     Raises:
         NotAnEvent: The bytes are not a well-formed event record.
     """
-    writer = _WRITERS.get(data[2:HEADER_LENGTH])
+    writer = WRITERS.get(data[2:HEADER_LENGTH])
     if writer is None or data[:2] != MAGIC:
         raise NotAnEvent("not an event record")
     names = writer[0]

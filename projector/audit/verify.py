@@ -28,6 +28,7 @@ from events.checkpoint import Checkpoint
 from events.codec import decode_event
 from events.errors import DecodeError
 from events.event import GENESIS_HASH
+from projector.audit.fast import checked
 from projector.audit.faults import CatalogSummary, Fault, FaultKind, Report
 from projector.audit.raw import NotAnEvent, RawEvent, parse, rechained
 from projector.errors import ApplyError, SequenceGap, StaleLeader
@@ -39,6 +40,10 @@ LOOKAHEAD = 10_000
 
 SEARCH_LIMIT = 5_000
 """The longest unsigned window searched for one inserted record (the search is quadratic)."""
+
+
+_CONTROL = frozenset({"LeaderElected", "CheckpointSigned"})
+"""The intents the checks read further than the envelope (`feed` reads them with `parse`)."""
 
 
 class _Seen(NamedTuple):
@@ -59,7 +64,9 @@ class _Catalog:
     unsigned_election: _Seen | None = None
     base: tuple[int, bytes] = (0, GENESIS_HASH)
     """The last good checkpoint (its resource_version and hash): the window starts after it."""
-    window: list[_Seen] = field(default_factory=list)
+    window: list[tuple[int, int, bytes]] = field(default_factory=list)
+    """The records since `base` (partition, offset, bytes): read again only if a checkpoint
+    disagrees with the chain."""
     kept_found: bool = False
     latest: Checkpoint | None = None
 
@@ -87,6 +94,8 @@ class Verifier:
         self._only = catalog
         self._fold = fold
         self._catalogs: dict[str, _Catalog] = {}
+        self._by_name: dict[bytes, _Catalog] = {}  # the same, by the name's bytes (fast path)
+        self._others: set[bytes] = set()  # catalogs not verified (`catalog`), by name's bytes
         self.report = Report(signatures_checked=public_key is not None, fold_checked=fold)
         self._gap: tuple[str, int, Fault, _Seen] | None = None
         self._lookahead = 0
@@ -101,11 +110,20 @@ class Verifier:
         """Whether the outcome is known: reading further changes nothing."""
         return self.report.fault is not None
 
-    def feed(self, partition: int, offset: int, data: bytes) -> None:
-        """Check the next record of `partition` (records of a partition in offset order)."""
+    def feed(self, partition: int, offset: int, data: bytes, hashed: bool = False) -> None:
+        """Check the next record of `partition` (records of a partition in offset order).
+
+        Args:
+            partition: Its partition.
+            offset: Its offset.
+            data: Its bytes.
+            hashed: The reader found `fast.matches(data)` true (its hash is not recomputed).
+        """
         if self.report.fault is not None:
             return
         self.report.records += 1
+        if not self._fold and self._gap is None and self._quick(partition, offset, data, hashed):
+            return
         try:
             raw = parse(data)
         except NotAnEvent as exc:
@@ -113,6 +131,7 @@ class Verifier:
                 self._fail("modified", "?", partition, offset, -1, f"not an event: {exc}")
             return
         if self._only is not None and raw.catalog != self._only:
+            self._others.add(raw.catalog.encode())
             return
         if self._gap is not None:
             self._look_for_missing(raw)
@@ -123,9 +142,45 @@ class Verifier:
                 CatalogSummary(raw.catalog), Image.empty(raw.catalog)
             )
             self.report.catalogs[raw.catalog] = state.summary
+            self._by_name[raw.catalog.encode()] = state
         seen = _Seen(partition, offset, data, raw)
         self._check(state, seen)
         state.partition, state.next_offset = partition, offset + 1
+
+    def _quick(self, partition: int, offset: int, data: bytes, hashed: bool) -> bool:
+        """The common case, checked from `fast.checked`: an event (no election, no
+        checkpoint) that passes every check. False: `feed` reads it again with `parse`
+        and runs the checks one by one, which name the fault if there is one."""
+        read = checked(data, hashed)
+        if read is None:
+            return False
+        catalog, rv, epoch, tables, intent, prev, recorded = read
+        state = self._by_name.get(catalog)
+        if state is None:  # a catalog not verified is skipped; a new one starts in `feed`
+            return catalog in self._others and intent not in _CONTROL
+        summary, versions = state.summary, state.versions
+        kept = self._kept
+        if (
+            rv != summary.resource_version + 1 or epoch != summary.leader_epoch
+            or prev != state.last_hash or intent in _CONTROL
+            or (kept is not None and kept.resource_version == rv
+                and kept.catalog == summary.catalog)
+        ):  # fmt: skip
+            return False
+        for table_id, version in tables:
+            if version != versions.get(table_id, 0) + 1:
+                return False
+        if len(tables) > 1 and len({t for t, _ in tables}) < len(tables):
+            return False  # a table named twice: the checks one by one say which version is wrong
+        for table_id, version in tables:
+            versions[table_id] = version
+        summary.events += 1
+        summary.resource_version = rv
+        state.last_hash = recorded
+        if len(state.window) <= SEARCH_LIMIT:
+            state.window.append((partition, offset, data))
+        state.partition, state.next_offset = partition, offset + 1
+        return True
 
     def finish(self) -> Report:
         """The outcome once every record was fed."""
@@ -192,13 +247,13 @@ class Verifier:
         kept = self._kept
         if kept is not None and kept.catalog == raw.catalog and kept.resource_version == at:
             if raw.hash != kept.chain_hash:
-                state.window.append(seen)
+                state.window.append((seen.partition, seen.offset, seen.data))
                 return self._rewritten(state, kept.resource_version, kept.chain_hash, None)
             state.kept_found = True
         if raw.intent == "CheckpointSigned":
             state.base, state.window = (at, raw.hash), []
         elif len(state.window) <= SEARCH_LIMIT:
-            state.window.append(seen)
+            state.window.append((seen.partition, seen.offset, seen.data))
         return None
 
     def _leader_ok(self, state: _Catalog, seen: _Seen) -> bool:
@@ -245,14 +300,14 @@ class Verifier:
     ) -> None:
         """A signature disagrees with the chain: how did the window since the last good one move?"""
         base_rv, _ = state.base
-        window = state.window
+        window = [_Seen(p, o, data, parse(data)) for p, o, data in state.window]
         where = (
             f"the checkpoint signed resource_version {signed_rv} with a chain hash the log "
             f"does not have: history after resource_version {base_rv} was rewritten"
         )
         moved = None if checkpoint is None else checkpoint.raw.resource_version - 1 - signed_rv
         if moved is None or moved > 0:
-            inserted = self._find_inserted(state, signed_rv, signed_hash)
+            inserted = self._find_inserted(state, window, signed_rv, signed_hash)
             if inserted is not None:
                 self._at(inserted, "inserted", f"{where}; without this record the chain matches")
                 return
@@ -261,9 +316,10 @@ class Verifier:
         assert first is not None
         self._at(first, kind, f"{where} (the first record after it is named)")
 
-    def _find_inserted(self, state: _Catalog, signed_rv: int, signed_hash: bytes) -> _Seen | None:
+    def _find_inserted(
+        self, state: _Catalog, window: list[_Seen], signed_rv: int, signed_hash: bytes
+    ) -> _Seen | None:
         base_rv, base_hash = state.base
-        window = state.window
         covered = signed_rv - base_rv
         if len(window) > SEARCH_LIMIT or covered <= 0:
             return None

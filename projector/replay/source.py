@@ -76,7 +76,7 @@ class LogReader:
         Raises:
             KafkaException: The cluster or the events topic cannot be reached.
         """
-        consumer = new_consumer(self.bootstrap, self.security)
+        consumer = new_consumer(self.bootstrap, self.security, bulk=True)  # a whole partition
         try:
             count = partition_count(consumer, self.topics.events)
             assert count is not None  # `stopped` never turns true here

@@ -278,3 +278,19 @@ def test_a_bundle_verifies_offline_and_a_changed_byte_in_it_does_not(
     fault = json.loads(capsys.readouterr().out)["fault"]
     *_, (_, last_offset, _) = TopicLog(wire.bootstrap, wire.events).records()
     assert (fault["kind"], fault["offset"]) == ("modified", last_offset)  # markers took offsets
+
+
+def test_a_log_read_through_the_child_process_is_the_log_read_here(
+    wire: TopicSet, signed: list[bytes]
+) -> None:
+    here = TopicLog(wire.bootstrap, wire.events, child_from=10**9)
+    child = TopicLog(wire.bootstrap, wire.events, child_from=0)  # every log in a child
+    records = list(child.records())
+    assert records == list(here.records())
+    assert [value for _, _, value in records] == signed
+    assert child.ends == here.ends
+    hashed = list(TopicLog(wire.bootstrap, wire.events, child_from=0).hashed_records())
+    assert [r[:3] for r in hashed] == records and all(ok for *_, ok in hashed)  # genuine bytes
+    stopped = child.records()
+    assert next(stopped) == records[0]
+    stopped.close()  # the reader's answer came early: the child is ended, nothing hangs

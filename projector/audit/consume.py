@@ -1,0 +1,98 @@
+"""Consuming an events topic's partitions in batches, here or in a child process.
+
+`python -m projector.audit.consume` is the child `projector.audit.read` starts
+for a big log: it reads the spans and settings as one pickle on stdin and
+writes pickles to stdout: ("batch", partition, offsets, lengths, block, hashed)
+with the batch's values joined in one block and, per record, whether its bytes
+match its hash (`fast.matches`: the child's share of the checks, so the two
+processes share the work), ("end", partition, offset),
+("error", code, reason), then ("done",). The child's stderr is discarded (a
+failure arrives as "error", or as the end of its output).
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from array import array
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaPartition
+
+from projector.audit.fast import matches
+from projector.kafka.clients import new_consumer
+from projector.kafka.security import KafkaSecurity
+
+BATCH = 10_000
+"""Records taken per `consume` call."""
+
+Span = tuple[int, int, int]
+"""A partition to read: (partition, low watermark, high watermark)."""
+
+
+def batches(consumer: Consumer, topic: str, spans: list[Span],
+            ends: dict[int, int]) -> Iterator[tuple[int, list[tuple[int, bytes]]]]:  # fmt: skip
+    """Each partition's committed records, a batch at a time: (partition, [(offset, value)]).
+
+    Sets `ends[partition]` to the offset of each partition's EOF.
+
+    Raises:
+        KafkaException: The cluster failed a fetch.
+    """
+    for partition, low, _ in spans:
+        consumer.assign([KafkaPartition(topic, partition, low)])
+        done = False
+        while not done:
+            batch = []
+            for message in consumer.consume(BATCH, timeout=1.0):
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        ends[partition] = message.offset() or 0
+                        done = True
+                        break
+                    raise KafkaException(error)
+                batch.append((message.offset() or 0, message.value() or b""))
+            if batch:
+                yield partition, batch
+        consumer.unassign()
+
+
+def send_all(out: BinaryIO, bootstrap: str, topic: str, security: KafkaSecurity,
+             spans: list[Span], hashing: bool) -> None:  # fmt: skip
+    """Consume `spans` and write every batch, the ends and the outcome to `out` (see above);
+    without `hashing` every record's `hashed` is 0."""
+    ends: dict[int, int] = {}
+    consumer = new_consumer(bootstrap, security, bulk=True)
+    last: tuple[Any, ...] = ("done",)
+    try:
+        for partition, batch in batches(consumer, topic, spans, ends):
+            offsets = array("q", (o for o, _ in batch)).tobytes()
+            lengths = array("q", (len(v) for _, v in batch)).tobytes()
+            block = b"".join(v for _, v in batch)
+            hashed = bytes(matches(v) for _, v in batch) if hashing else bytes(len(batch))
+            pickle.dump(("batch", partition, offsets, lengths, block, hashed), out, protocol=5)
+        for partition, end in ends.items():
+            pickle.dump(("end", partition, end), out, protocol=5)
+    except KafkaException as exc:
+        error = exc.args[0]
+        last = ("error", error.code(), error.str())
+    finally:
+        consumer.close()
+    pickle.dump(last, out, protocol=5)
+    out.flush()
+
+
+def main() -> None:
+    """The child: its task from stdin, its records to stdout."""
+    bootstrap, topic, security, spans, hashing = pickle.load(sys.stdin.buffer)
+    try:
+        send_all(sys.stdout.buffer, bootstrap, topic, security, spans, hashing)
+    except BrokenPipeError:
+        return  # the reader stopped early: it has its answer
+
+
+if __name__ == "__main__":
+    main()
