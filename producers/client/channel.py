@@ -27,7 +27,7 @@ from producers.kafka.errors import kafka_error
 from producers.kafka.routing import Layout, read_layout
 from producers.leader.waiter import Waiter
 from projector.errors import AccessDenied
-from projector.kafka.clients import CLIENT_LOGGING, next_batch, watermarks
+from projector.kafka.clients import CLIENT_LOGGING, NO_DELAY, next_batch, watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 _REPLIES_PER_READ = 500
@@ -160,17 +160,18 @@ class CommandChannel:
             if self._closed.is_set():
                 raise LeaderUnavailable("this MetadataClient is closed: create a new one")
             layout = read_layout(self.bootstrap, self.topics, timeout, self.security)
-            # linger.ms=2: threads sharing a client send their commands in one request;
-            # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
+            # linger.ms=0: a lone command goes out at once (2 ms of linger were a third of
+            # a one-client call); under load librdkafka still batches the commands that
+            # queue while its requests are in flight (docs/benchmarks/leader.md).
             producer = Producer(secured(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "linger.ms": 2, "delivery.report.only.error": True, **CLIENT_LOGGING},
-                self.security)
+                 "linger.ms": 0, "delivery.report.only.error": True, **NO_DELAY,
+                 **CLIENT_LOGGING}, self.security)
             )  # fmt: skip
             consumer = Consumer(secured(
                 {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
                  "enable.auto.commit": False, "isolation.level": "read_committed",
-                 **CLIENT_LOGGING}, self.security)
+                 **NO_DELAY, **CLIENT_LOGGING}, self.security)
             )  # fmt: skip
             tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
             try:

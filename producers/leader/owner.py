@@ -23,7 +23,7 @@ from producers.leader.isolation import refusal, serve_alone
 from producers.leader.local import CheckpointSchedule, LocalCatalog, Stamp
 from producers.leader.log import read_partition
 from producers.leader.restart import LOOKBACK, RestartPoint, RestartPoints, snapshot_start
-from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.clients import CLIENT_LOGGING, NO_DELAY
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 
 __all__ = ["Input", "LeaderOptions", "PartitionOwner", "crash_point", "stamp_now"]
@@ -59,6 +59,7 @@ TRANSACTIONAL_SETTINGS: dict[str, str | int | bool] = {
     # retry.backoff.ms (default 100, doubling; the Java client waits 20 ms, KAFKA-5477).
     # 2 ms: see BENCHMARKS.md, "Leader".
     "retry.backoff.ms": 2,
+    **NO_DELAY,
 }
 """The leader's transactional producer settings (besides its id and timeout)."""
 
