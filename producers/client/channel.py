@@ -160,12 +160,13 @@ class CommandChannel:
             if self._closed.is_set():
                 raise LeaderUnavailable("this MetadataClient is closed: create a new one")
             layout = read_layout(self.bootstrap, self.topics, timeout, self.security)
-            # linger.ms=0: a lone command goes out at once (2 ms of linger were a third of
-            # a one-client call); under load librdkafka still batches the commands that
-            # queue while its requests are in flight (docs/benchmarks/leader.md).
+            # linger.ms=2: threads sharing a client send their commands in one request;
+            # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
+            # Without it a lone command is 2 ms faster, but at 64 clients the broker and
+            # the clients spent 2.4-2.8x the CPU per command (docs/benchmarks/leader.md).
             producer = Producer(secured(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "linger.ms": 0, "delivery.report.only.error": True, **NO_DELAY,
+                 "linger.ms": 2, "delivery.report.only.error": True, **NO_DELAY,
                  **CLIENT_LOGGING}, self.security)
             )  # fmt: skip
             consumer = Consumer(secured(
