@@ -27,7 +27,7 @@ from producers.kafka.errors import kafka_error
 from producers.kafka.routing import Layout, read_layout
 from producers.leader.waiter import Waiter
 from projector.errors import AccessDenied
-from projector.kafka.clients import CLIENT_LOGGING, next_batch, watermarks
+from projector.kafka.clients import CLIENT_LOGGING, NO_DELAY, next_batch, watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 _REPLIES_PER_READ = 500
@@ -162,15 +162,17 @@ class CommandChannel:
             layout = read_layout(self.bootstrap, self.topics, timeout, self.security)
             # linger.ms=2: threads sharing a client send their commands in one request;
             # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
+            # Without it a lone command is 2 ms faster, but at 64 clients the broker and
+            # the clients spent 2.4-2.8x the CPU per command (docs/benchmarks/leader.md).
             producer = Producer(secured(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "linger.ms": 2, "delivery.report.only.error": True, **CLIENT_LOGGING},
-                self.security)
+                 "linger.ms": 2, "delivery.report.only.error": True, **NO_DELAY,
+                 **CLIENT_LOGGING}, self.security)
             )  # fmt: skip
             consumer = Consumer(secured(
                 {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
                  "enable.auto.commit": False, "isolation.level": "read_committed",
-                 **CLIENT_LOGGING}, self.security)
+                 **NO_DELAY, **CLIENT_LOGGING}, self.security)
             )  # fmt: skip
             tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
             try:

@@ -36,7 +36,7 @@ from producers.leader.owner import (
 )
 from producers.leader.waiter import Waiter
 from projector.errors import ApplyError
-from projector.kafka.clients import CLIENT_LOGGING, next_batch
+from projector.kafka.clients import CLIENT_LOGGING, NO_DELAY, next_batch
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 log = logging.getLogger(__name__)
@@ -229,6 +229,7 @@ class Leader:
             # A leader that died is replaced after this long, not Kafka's 45 s default.
             "session.timeout.ms": self.options.session_timeout_ms,
             "heartbeat.interval.ms": 1_000,
+            **NO_DELAY,
             **CLIENT_LOGGING,
         }
         if self.instance_id is not None:

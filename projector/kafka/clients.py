@@ -31,6 +31,11 @@ CLIENT_LOGGING: dict[str, Any] = {"logger": KAFKA_LOG, "log_level": 5}
 notices and worse, through `KAFKA_LOG`. Info lines are left out: one at close would still go
 straight to stderr (it outlives the Python logger)."""
 
+NO_DELAY: dict[str, Any] = {"socket.nagle.disable": True}
+"""Send each request at once (TCP_NODELAY), as Kafka's Java clients do; librdkafka's default
+keeps Nagle's algorithm, which holds a small request back while an earlier one on the same
+connection is unanswered. Every client on a command's path (docs/benchmarks/leader.md)."""
+
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
