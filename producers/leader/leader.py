@@ -33,7 +33,10 @@ from producers.leader.owner import (
     Input,
     LeaderOptions,
     PartitionOwner,
+    stamp_now,
 )
+from producers.leader.rebuild import make_catalog
+from producers.leader.standby import Standby
 from producers.leader.waiter import Waiter
 from projector.errors import ApplyError
 from projector.kafka.clients import CLIENT_LOGGING, next_batch
@@ -109,6 +112,7 @@ class Leader:
         self._failure: BaseException | None = None
         self._serving = threading.Condition()
         self._group_metadata: object = None
+        self._standby: Standby | None = None
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -233,6 +237,9 @@ class Leader:
         }
         if self.instance_id is not None:
             settings["group.instance.id"] = self.instance_id  # KIP-345
+        if self.options.warm_standby:
+            self._standby = self._new_standby()
+            self._standby.start()
         consumer = Consumer(secured(settings, self.security))
         consumer.subscribe(
             [self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke,
@@ -247,6 +254,19 @@ class Leader:
                 owner.close()
             self._owners.clear()
             consumer.close()
+            if self._standby is not None:
+                self._standby.stop()
+
+    def _new_standby(self) -> Standby:
+        """A warm standby for the partitions this process does not own (`warm_standby`)."""
+        options = self.options
+        return Standby(
+            self.bootstrap, self.topics.events, self.layout.events, options.snapshot_dir,
+            options.dedupe_lookback,
+            functools.partial(make_catalog, leader_id=self.leader_id, stamps=stamp_now,
+                              limit=self._limit, checkpoints=options.checkpoints),
+            options.standby_poll_s, self.security,
+        )  # fmt: skip
 
     def _poll_wait(self) -> float:
         """How long to wait for commands from the topic before serving in-process ones."""
@@ -266,7 +286,7 @@ class Leader:
                 group_offset=functools.partial(_group_offset, consumer, topic, tp.partition),
                 limit=self._limit, security=self.security,
             )  # fmt: skip
-            owner.open()
+            owner.open(None if self._standby is None else self._standby.take(tp.partition))
             self._owners[tp.partition] = owner
             tp.offset = _start(owner)
             log.info("leader %s owns partition %d from offset %d", self.leader_id,
@@ -285,6 +305,8 @@ class Leader:
             owner = self._owners.pop(tp.partition, None)
             if owner is not None:
                 owner.close()
+            if self._standby is not None:
+                self._standby.release(tp.partition)
         consumer.incremental_unassign(partitions)
 
     def _stop_if_denied(self, error: KafkaError) -> None:
