@@ -33,9 +33,7 @@ from producers.leader.owner import (
     Input,
     LeaderOptions,
     PartitionOwner,
-    stamp_now,
 )
-from producers.leader.rebuild import make_catalog
 from producers.leader.standby import Standby
 from producers.leader.waiter import Waiter
 from projector.errors import ApplyError
@@ -237,9 +235,10 @@ class Leader:
         }
         if self.instance_id is not None:
             settings["group.instance.id"] = self.instance_id  # KIP-345
-        if self.options.warm_standby:
-            self._standby = self._new_standby()
-            self._standby.start()
+        if self.options.warm_standby:  # the partitions it does not own, kept warm
+            self._standby = Standby.of_leader(self.bootstrap, self.topics.events,
+                                              self.layout.events, self.leader_id, self.options,
+                                              self._limit, self.security)  # fmt: skip
         consumer = Consumer(secured(settings, self.security))
         consumer.subscribe(
             [self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke,
@@ -256,17 +255,6 @@ class Leader:
             consumer.close()
             if self._standby is not None:
                 self._standby.stop()
-
-    def _new_standby(self) -> Standby:
-        """A warm standby for the partitions this process does not own (`warm_standby`)."""
-        options = self.options
-        return Standby(
-            self.bootstrap, self.topics.events, self.layout.events, options.snapshot_dir,
-            options.dedupe_lookback,
-            functools.partial(make_catalog, leader_id=self.leader_id, stamps=stamp_now,
-                              limit=self._limit, checkpoints=options.checkpoints),
-            options.standby_poll_s, self.security,
-        )  # fmt: skip
 
     def _poll_wait(self) -> float:
         """How long to wait for commands from the topic before serving in-process ones."""

@@ -176,8 +176,9 @@ class PartitionOwner:
         """
         self.catalogs = rebuilt.catalogs
         self.rebuilt_from = rebuilt.rebuilt_from
-        self.restarts.rebuilt({n: c.image for n, c in self.catalogs.items()},
-                              rebuilt.next_offset)  # fmt: skip
+        catalogs = self.catalogs.items()
+        self.restarts.rebuilt({n: c.image for n, c in catalogs}, rebuilt.next_offset,
+                              {n: c.committed_outcomes() for n, c in catalogs})  # fmt: skip
         known = (rebuilt.commands_offset, self._group_offset(), self.position)
         self._committer.position = max((p for p in known if p is not None), default=None)
         batch = Batch()
@@ -413,7 +414,7 @@ class PartitionOwner:
             crash_point("before_commit")
             producer.commit_transaction(timeout)
             events = sum(1 for record in batch.records if record[0] == self.topics.events)
-            self.restarts.commit(batch.images, events)
+            self.restarts.commit(batch.images, events, (reply for _, reply in batch.replies))
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
             if _is_fenced(error):

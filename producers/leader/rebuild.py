@@ -59,14 +59,17 @@ def warm_up(
 ) -> Rebuilt:  # fmt: skip
     """Start from `start` and read the events partition after it.
 
-    The `lookback` offsets before `start` are read too: their events are
-    already in the images and only refill the dedupe window. A start beyond
+    The `lookback` offsets before `start` are read too, unless `start` holds
+    the dedupe windows: their events are already in the images and only refill
+    the dedupe window. A start beyond
     the partition's end (snapshots of another log) replays it all.
 
     Args:
         catalogs: The catalogs to reset to `start`'s images (a failed commit keeps its
             catalogs' dedupe windows); new ones are made for the others.
     """
+    if start.dedupe is not None:
+        lookback = 0
     rebuilt_from = max(0, start.next_offset - lookback)
     held = {name: image.resource_version for name, image in start.images.items()}
     read = read_partition(bootstrap, topic, partition, rebuilt_from, held, security)
@@ -80,8 +83,15 @@ def warm_up(
     kept = {name: known.get(name) or new_catalog(name) for name in start.images}
     for name, image in start.images.items():
         kept[name].reset(image)
+    recalled: set[str] = set()
+    for name, window in (start.dedupe or {}).items():  # the oldest outcomes: first
+        if name in kept:
+            for command_id, outcome in window:
+                kept[name].recall(command_id, outcome)
+                recalled.add(command_id)
     for seen in read.covered:  # before their catalog's later events: log order
-        kept[seen.catalog].recall(seen.command_id, seen[2:])
+        if seen.command_id not in recalled:
+            kept[seen.catalog].recall(seen.command_id, seen[2:])
     rebuilt = Rebuilt(kept, start.next_offset, rebuilt_from)
     _fold(rebuilt, read, new_catalog)
     return rebuilt

@@ -11,6 +11,7 @@ process does not own, beside those it does (docs/benchmarks/failover.md).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -18,7 +19,9 @@ from pathlib import Path
 
 from confluent_kafka import KafkaException
 
-from producers.leader.rebuild import NewCatalog, Rebuilt, catch_up, warm_up
+from producers.leader.options import LeaderOptions
+from producers.leader.owner import stamp_now
+from producers.leader.rebuild import NewCatalog, Rebuilt, catch_up, make_catalog, warm_up
 from producers.leader.restart import RestartPoint, snapshot_start
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
@@ -59,6 +62,19 @@ class Standby:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="metalog-standby", daemon=True)
+
+    @classmethod
+    def of_leader(
+        cls, bootstrap: str, topic: str, partitions: int, leader_id: str,
+        options: LeaderOptions, limit: int, security: KafkaSecurity = PLAINTEXT,
+    ) -> Standby:  # fmt: skip
+        """A started standby for a leader's partitions, with its settings (`options`)."""
+        new_catalog = functools.partial(make_catalog, leader_id=leader_id, stamps=stamp_now,
+                                        limit=limit, checkpoints=options.checkpoints)
+        standby = cls(bootstrap, topic, partitions, options.snapshot_dir,
+                      options.dedupe_lookback, new_catalog, options.standby_poll_s, security)
+        standby.start()
+        return standby
 
     def start(self) -> None:
         """Start keeping the partitions not owned, in a background thread."""

@@ -17,7 +17,7 @@ from producers.leader.leader import Leader
 from producers.leader.log import read_events, read_partition
 from producers.leader.owner import LeaderOptions, PartitionOwner, stamp_now
 from producers.leader.rebuild import make_catalog
-from producers.leader.restart import LOOKBACK
+from producers.leader.restart import LOOKBACK, read_dedupe
 from producers.leader.standby import Standby
 from projector.fold.apply import replay
 from projector.fold.image import Image
@@ -119,6 +119,28 @@ def test_a_retry_of_a_command_before_the_snapshot_is_answered_not_applied_again(
     _serve(wire, options, range(10))
     before = read_events(wire.bootstrap, wire.events, 0)
     [first] = [e for e in before if e.command_id == "shop-0"]
+    with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders",
+                options=options) as leader, MetadataClient(
+                    wire.bootstrap, catalog="shop", actor="alice", topics=wire.topics
+                ) as client:  # fmt: skip
+        assert leader.wait_until_serving(1, timeout=60.0)
+        again = client.create_table("public", "t0", COLUMNS, command_id="shop-0")
+    assert again.resource_version == first.resource_version
+    after = read_events(wire.bootstrap, wire.events, 0)
+    assert [e.command_id for e in after].count("shop-0") == 1
+
+
+def test_the_dedupe_windows_written_with_the_snapshots_answer_a_retry_without_a_lookback(
+    wire: TopicSet, tmp_path: Path
+) -> None:
+    # No lookback: only the windows stored beside the snapshots know shop-0's outcome.
+    options = LeaderOptions(snapshot_dir=tmp_path, snapshot_every=8, dedupe_lookback=0)
+    _serve(wire, options, range(10))
+    mark = read_partition_mark(tmp_path, wire.events, 0)
+    assert mark is not None
+    windows = read_dedupe(tmp_path, wire.events, 0, mark.position.next_offset)
+    assert windows is not None and "shop-0" in dict(windows["shop"])
+    [first] = [e for e in read_events(wire.bootstrap, wire.events, 0) if e.command_id == "shop-0"]
     with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders",
                 options=options) as leader, MetadataClient(
                     wire.bootstrap, catalog="shop", actor="alice", topics=wire.topics
