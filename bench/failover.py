@@ -1,8 +1,8 @@
 """Leader failover: `kill -9` of the leader → the first command the next one commits.
 
-One catalog of `--tables` tables on a one-partition topic set, its snapshot
-and the partition's mark in a snapshot folder (as a leader's schedule writes
-them), and two `metalog leader --snapshot-dir` processes in one group: the
+One catalog of `--tables` tables on a one-partition topic set, its snapshot,
+the partition's dedupe windows and mark in a snapshot folder (as a leader's
+schedule writes them), and two `metalog leader --snapshot-dir` processes in one group: the
 owner and a standby. Each round kills the owner, retries `reload()` until one
 is committed (by the standby, which loads the snapshot and the tail when the
 group gives it the partition, or with `warm` already holds them), then starts
@@ -38,7 +38,14 @@ from metalog import stack
 from metalog.stack_config import StackConfig
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, NotLeader
-from projector.snapshot.store import PartitionMark, read_snapshot, write_partition_mark
+from producers.leader.log import read_partition
+from producers.leader.restart import LOOKBACK, read_dedupe, write_dedupe
+from projector.snapshot.store import (
+    PartitionMark,
+    load_newest,
+    read_partition_mark,
+    write_partition_mark,
+)
 
 PORTS = (19610, 19612, 19614)
 JOIN_WAIT_S = 8.0
@@ -102,13 +109,28 @@ def prepared(bootstrap: str, tables: int, state: Path) -> tuple[Topics, Path]:
     record = state / f"prepared-{tables}.json"
     snapshots = state / f"snapshots-{tables}"
     if record.exists():
-        return Topics(json.loads(record.read_text())["prefix"]), snapshots
-    topics = load_log(bootstrap, tables)
-    path = log_snapshot(bootstrap, topics, tables + 1, snapshots)
-    position = read_snapshot(path)[1]
-    write_partition_mark(snapshots, PartitionMark(position, (CATALOG,)))
-    record.write_text(json.dumps({"prefix": topics.prefix}))
+        topics = Topics(json.loads(record.read_text())["prefix"])
+    else:
+        topics = load_log(bootstrap, tables)
+        log_snapshot(bootstrap, topics, tables + 1, snapshots)
+        record.write_text(json.dumps({"prefix": topics.prefix}))
+    mark = read_partition_mark(snapshots, topics.events, 0)
+    if mark is None or read_dedupe(snapshots, topics.events, 0, mark.position.next_offset) is None:
+        _mark(bootstrap, topics, snapshots)
     return topics, snapshots
+
+
+def _mark(bootstrap: str, topics: Topics, snapshots: Path) -> None:
+    """The partition's dedupe windows and mark, as a leader writes them after its snapshots."""
+    found = load_newest(snapshots, CATALOG)
+    assert found is not None, f"no snapshot in {snapshots}"
+    image, position = found
+    start = max(0, position.next_offset - LOOKBACK)
+    read = read_partition(bootstrap, topics.events, 0, start, {CATALOG: image.resource_version})
+    window = [(seen.command_id, (seen.resource_version, seen.tables, seen.schema_epoch))
+              for seen in read.covered]  # fmt: skip
+    write_dedupe(snapshots, topics.events, 0, position.next_offset, {CATALOG: window})
+    write_partition_mark(snapshots, PartitionMark(position, (CATALOG,)))
 
 
 def failovers(bootstrap: str, tables: int, kills: int, session_ms: int, warm: bool,
