@@ -14,7 +14,7 @@ to estimate throughput on real hardware from (one core per leader process:
 rate ≈ 1 / its CPU per command, times the processes).
 
 Run: `python -m bench.leader_processes --processes 1 2 3 --clients 48 --duration 20`
-(alone on the machine); it starts its own 3-node cluster on ports 19630 to 19635.
+(alone on the machine); it starts its own 3-node cluster on ports 19870 to 19875.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, NotLeader
 from producers.kafka.routing import partition_for
 from projector.kafka.topics import create_metalog_topics
 
-PORT = 19630
+PORT = 19870
 PARTITIONS = 6
 CATALOGS_PER_PARTITION = 2
 REPO = Path(__file__).resolve().parents[1]
@@ -84,7 +84,7 @@ def _settled(bootstrap: str, group: str, members: int, timeout: float = 120.0) -
     while time.monotonic() < deadline:
         try:
             described = admin.describe_consumer_groups([group])[group].result(timeout=10.0)
-        except KafkaException:  # not formed yet
+        except (KafkaException, TimeoutError):  # not formed yet
             described = None
         if described is not None:
             shares = sorted(len(m.assignment.topic_partitions) for m in described.members)
