@@ -48,7 +48,6 @@ from projector.snapshot.store import (
 )
 
 PORTS = (19860, 19862, 19864)
-"""Outside 19400-19799, where the workplace's test brokers run (and are stopped)."""
 JOIN_WAIT_S = 8.0
 """A new standby joins the group (cooperative: the owner keeps its partition) within this."""
 WARM_WAIT_S = 300.0
