@@ -112,12 +112,16 @@ class Standby:
             for partition in range(self.partitions):
                 if self._stop.is_set():
                     return
-                try:
-                    with self._lock:
-                        if partition not in self._owned:
-                            self._keep(partition)
-                except KafkaException as exc:  # the next poll tries again
-                    log.warning("standby: partition %d: %s", partition, exc)
+                with self._lock:
+                    if partition in self._owned:
+                        continue
+                    try:
+                        self._keep(partition)
+                    except KafkaException as exc:  # the next poll tries again
+                        log.warning("standby: partition %d: %s", partition, exc)
+                    except Exception:  # half-folded: drop it (a takeover starts cold)
+                        log.exception("standby: partition %d dropped", partition)
+                        self._kept.pop(partition, None)
             self._stop.wait(self.poll_s)
 
     def _keep(self, partition: int) -> None:
