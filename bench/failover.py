@@ -26,13 +26,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from bench.apply import CATALOG
-from bench.follower import load_log
-from bench.follower_snapshot import log_snapshot
 from bench.leader_load import percentile
 from bench.ports import free_port_pair
+from bench.workload import Workload, produce
+from events.codec import encode_event
 from events.topics import Topics
 from metalog import stack
 from metalog.stack_config import StackConfig
@@ -40,11 +41,14 @@ from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, NotLeader
 from producers.leader.log import read_partition
 from producers.leader.restart import LOOKBACK, read_dedupe, write_dedupe
+from projector.kafka.topics import create_metalog_topics
 from projector.snapshot.store import (
     PartitionMark,
+    Position,
     load_newest,
     read_partition_mark,
     write_partition_mark,
+    write_snapshot,
 )
 
 PORTS = (19860, 19862, 19864)
@@ -111,13 +115,28 @@ def prepared(bootstrap: str, tables: int, state: Path) -> tuple[Topics, Path]:
     if record.exists():
         topics = Topics(json.loads(record.read_text())["prefix"])
     else:
-        topics = load_log(bootstrap, tables)
-        log_snapshot(bootstrap, topics, tables + 1, snapshots)
+        topics = _log_and_snapshot(bootstrap, tables, snapshots)
         record.write_text(json.dumps({"prefix": topics.prefix}))
     mark = read_partition_mark(snapshots, topics.events, 0)
     if mark is None or read_dedupe(snapshots, topics.events, 0, mark.position.next_offset) is None:
         _mark(bootstrap, topics, snapshots)
     return topics, snapshots
+
+
+def _log_and_snapshot(bootstrap: str, tables: int, snapshots: Path) -> Topics:
+    """`bench.follower.load_log`'s log, and its image's snapshot at the log's end.
+
+    The image is the one the generator folded while writing: no second pass.
+    """
+    topics = Topics(f"bfol{uuid.uuid4().hex[:8]}")
+    create_metalog_topics(bootstrap, topics.prefix, 1)
+    workload = Workload([CATALOG], seed=7, keep_log=False)
+    grown = workload.grow(CATALOG, tables, tables + 1)
+    records = ((event.catalog, encode_event(event)) for event in grown)
+    produce(bootstrap, topics.events, records, 1, str(uuid.uuid4()), per_txn=10_000)
+    end = read_partition(bootstrap, topics.events, 0, start=1 << 62).end
+    write_snapshot(snapshots, workload.catalogs[CATALOG].image, Position(topics.events, 0, end))
+    return topics
 
 
 def _mark(bootstrap: str, topics: Topics, snapshots: Path) -> None:
