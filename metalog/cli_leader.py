@@ -37,6 +37,7 @@ def _leader(args: argparse.Namespace) -> int:
             session_timeout_ms=args.session_timeout_ms,
             snapshot_dir=None if args.snapshot_dir is None else Path(args.snapshot_dir),
             snapshot_every=args.snapshot_every,
+            warm_standby=args.warm_standby,
             checkpoints=checkpoints,
         ),
     )
@@ -89,6 +90,9 @@ def add_parser(subparsers: Any) -> None:
                              "(shared storage when leaders run on several machines)")  # fmt: skip
     parser.add_argument("--snapshot-every", type=positive_int, default=100_000,
                         help="committed events of a partition between its snapshots")  # fmt: skip
+    parser.add_argument("--warm-standby", action="store_true",
+                        help="keep the catalogs of the partitions this process does not own in "
+                             "memory (snapshots + tail): a takeover reads only the last tail")
     parser.add_argument("--session-timeout-ms", type=session_timeout, default=10_000,
                         help="a leader that stops heartbeating is replaced after this long "
                              "(6000 or more: the broker's minimum)")  # fmt: skip

@@ -34,6 +34,7 @@ from producers.leader.owner import (
     LeaderOptions,
     PartitionOwner,
 )
+from producers.leader.standby import Standby
 from producers.leader.waiter import Waiter
 from projector.errors import ApplyError
 from projector.kafka.clients import CLIENT_LOGGING, NO_DELAY, next_batch
@@ -109,6 +110,7 @@ class Leader:
         self._failure: BaseException | None = None
         self._serving = threading.Condition()
         self._group_metadata: object = None
+        self._standby: Standby | None = None
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -234,6 +236,10 @@ class Leader:
         }
         if self.instance_id is not None:
             settings["group.instance.id"] = self.instance_id  # KIP-345
+        if self.options.warm_standby:  # the partitions it does not own, kept warm
+            self._standby = Standby.of_leader(self.bootstrap, self.topics.events,
+                                              self.layout.events, self.leader_id, self.options,
+                                              self._limit, self.security)  # fmt: skip
         consumer = Consumer(secured(settings, self.security))
         consumer.subscribe(
             [self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke,
@@ -248,6 +254,8 @@ class Leader:
                 owner.close()
             self._owners.clear()
             consumer.close()
+            if self._standby is not None:
+                self._standby.stop()
 
     def _poll_wait(self) -> float:
         """How long to wait for commands from the topic before serving in-process ones."""
@@ -267,7 +275,7 @@ class Leader:
                 group_offset=functools.partial(_group_offset, consumer, topic, tp.partition),
                 limit=self._limit, security=self.security,
             )  # fmt: skip
-            owner.open()
+            owner.open(None if self._standby is None else self._standby.take(tp.partition))
             self._owners[tp.partition] = owner
             tp.offset = _start(owner)
             log.info("leader %s owns partition %d from offset %d", self.leader_id,
@@ -286,6 +294,8 @@ class Leader:
             owner = self._owners.pop(tp.partition, None)
             if owner is not None:
                 owner.close()
+            if self._standby is not None:
+                self._standby.release(tp.partition)
         consumer.incremental_unassign(partitions)
 
     def _stop_if_denied(self, error: KafkaError) -> None:

@@ -172,6 +172,10 @@ class LocalCatalog:
         """
         self._remember(command_id, outcome)
 
+    def committed_outcomes(self) -> list[tuple[str, _Outcome]]:
+        """The dedupe window's committed outcomes, oldest first (what `recall` takes back)."""
+        return [(c, o) for c, o in self._outcomes.items() if not isinstance(o, CommandRejected)]
+
     def elect(self, leader_id: str) -> Event:
         """Write `LeaderElected` for this leader (and a checkpoint, if it signs); return it."""
         sealed = elect_record(self._image, leader_id, self._stamps())

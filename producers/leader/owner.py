@@ -5,10 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
@@ -20,33 +19,16 @@ from producers.leader.answers import Answers
 from producers.leader.committer import Batch, GroupCommitter, Input
 from producers.leader.ids import random_uuid
 from producers.leader.isolation import refusal, serve_alone
-from producers.leader.local import CheckpointSchedule, LocalCatalog, Stamp
-from producers.leader.log import read_partition
-from producers.leader.restart import LOOKBACK, RestartPoint, RestartPoints, snapshot_start
+from producers.leader.local import LocalCatalog, Stamp
+from producers.leader.options import LeaderOptions
+from producers.leader.rebuild import Rebuilt, make_catalog, take_over, warm_up
+from producers.leader.restart import RestartPoint, RestartPoints
 from projector.kafka.clients import CLIENT_LOGGING, NO_DELAY
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 
 __all__ = ["Input", "LeaderOptions", "PartitionOwner", "crash_point", "stamp_now"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderOptions:
-    """Tuning of a leader; `checkpoints` (a key and a schedule) makes it sign checkpoints."""
-
-    batch_size: int = 200
-    max_command_bytes: int = 1 << 20
-    transaction_timeout_ms: int = 10_000
-    commit_timeout_s: float = 10.0
-    session_timeout_ms: int = 10_000
-    checkpoints: CheckpointSchedule | None = None
-    snapshot_dir: Path | None = None
-    """Where the partitions' snapshots are read from on a takeover and written to."""
-    snapshot_every: int = 100_000
-    """Committed events of a partition between its snapshots (and restart points)."""
-    dedupe_lookback: int = LOOKBACK
-    """Offsets read before the snapshots' on a takeover: their command ids refill dedupe."""
 
 
 TRANSACTIONAL_SETTINGS: dict[str, str | int | float | bool] = {
@@ -157,19 +139,29 @@ class PartitionOwner:
 
     # -- ownership ----------------------------------------------------------
 
-    def open(self) -> None:
-        """Fence the previous owner, rebuild state and position (snapshots + log), announce."""
-        self._producer = self._new_producer()
-        directory = self.options.snapshot_dir
-        start = RestartPoint()
-        if directory is not None:
-            start = snapshot_start(directory, self.topics.events, self.partition)
-        batch, dead_through = self._rebuild(start, self.options.dedupe_lookback)
+    def open(self, warm: Rebuilt | None = None) -> None:
+        """Fence the previous owner, rebuild state and position, announce.
+
+        The catalogs come from `warm` (a warm standby's, `producers.leader.standby`)
+        or from the partition's snapshots, while `init_transactions` runs
+        (`producers.leader.rebuild.take_over`, which logs each phase's seconds).
+        """
+        began = time.perf_counter()
+        self._producer, rebuilt = take_over(
+            self.bootstrap, self.topics.events, self.partition, self._new_producer,
+            self._catalog, warm, self.options.snapshot_dir, self.options.dedupe_lookback,
+            self.security,
+        )  # fmt: skip
+        elected = time.perf_counter()
+        batch, dead_through = self._adopt(rebuilt)
         for catalog in self.catalogs.values():
             catalog.elect(self.leader_id)
             self._drain(batch, catalog)
         self._commit_rebuilt(batch)
         self._dead_lettered = dead_through
+        done = time.perf_counter()
+        log.info("partition %d taken over in %.2f s (LeaderElected committed in %.2f s)",
+                 self.partition, done - began, done - elected)  # fmt: skip
 
     def close(self) -> None:
         """Commit what was decided, then drop the producer."""
@@ -179,46 +171,23 @@ class PartitionOwner:
             self._producer.flush(1.0)
             self._producer = None
 
-    def _rebuild(self, start: RestartPoint, lookback: int = 0) -> tuple[Batch, int]:
-        """Read the events partition after `start` into its images and the position.
-
-        The `lookback` offsets before `start` are read too: their events are
-        already in the images and only refill the dedupe window. A start beyond
-        the partition's end (snapshots of another log) replays it all.
+    def _adopt(self, rebuilt: Rebuilt) -> tuple[Batch, int]:
+        """Take `rebuilt` as this owner's catalogs, restart point and position.
 
         Returns:
             A batch of DLQ copies of the records that are not events (those this
             owner has not dead-lettered yet), and the offset after the last one.
         """
-        events = self.topics.events
-        self.rebuilt_from = max(0, start.next_offset - lookback)
-        held = {name: image.resource_version for name, image in start.images.items()}
-        read = read_partition(self.bootstrap, events, self.partition, self.rebuilt_from, held,
-                              self.security)
-        if start.next_offset > read.end:
-            log.warning("partition %d: the snapshots start at offset %d, after the log's "
-                        "end %d: replaying the log", self.partition, start.next_offset,
-                        read.end)  # fmt: skip
-            start = RestartPoint()
-            read = read_partition(self.bootstrap, events, self.partition, security=self.security)
-            self.rebuilt_from = 0
-        kept = {name: self.catalogs.get(name) or self._catalog(name) for name in start.images}
-        for name, image in start.images.items():
-            kept[name].reset(image)
-        self.catalogs = kept
-        for seen in read.covered:  # before their catalog's later events: log order
-            kept[seen.catalog].recall(seen.command_id, seen[2:])
-        for event in read.events:
-            catalog = self.catalogs.get(event.catalog)
-            if catalog is None:
-                catalog = self.catalogs[event.catalog] = self._catalog(event.catalog)
-            catalog.restore(event)
-        self.restarts.rebuilt({n: c.image for n, c in self.catalogs.items()}, read.end)
-        known = (read.commands_offset, self._group_offset(), self.position)
+        self.catalogs = rebuilt.catalogs
+        self.rebuilt_from = rebuilt.rebuilt_from
+        catalogs = self.catalogs.items()
+        self.restarts.rebuilt({n: c.image for n, c in catalogs}, rebuilt.next_offset,
+                              {n: c.committed_outcomes() for n, c in catalogs})  # fmt: skip
+        known = (rebuilt.commands_offset, self._group_offset(), self.position)
         self._committer.position = max((p for p in known if p is not None), default=None)
         batch = Batch()
         dead_through = self._dead_lettered
-        for letter in read.unreadable:
+        for letter in rebuilt.unreadable:
             if letter.offset >= self._dead_lettered:
                 self.answers.dead_letter(batch, letter, self.topics.events)
                 dead_through = letter.offset + 1
@@ -240,7 +209,9 @@ class PartitionOwner:
         producer = self._new_producer()
         committed = RestartPoint(self.restarts.committed, self.restarts.last.next_offset)
         try:
-            batch, dead_through = self._rebuild(committed)
+            rebuilt = warm_up(self.bootstrap, self.topics.events, self.partition, committed,
+                              self._catalog, catalogs=self.catalogs, security=self.security)
+            batch, dead_through = self._adopt(rebuilt)
         except KafkaException as exc:
             raise TransactionFailed(
                 f"partition {self.partition}: rebuilding from the log: {exc}"
@@ -377,11 +348,8 @@ class PartitionOwner:
         self.answers.refused(batch, item, refused)
 
     def _catalog(self, name: str) -> LocalCatalog:
-        # The log lives in Kafka: keep only the image and the dedupe window in memory.
-        return LocalCatalog(
-            name, self.stamps, keep_log=False, limit=self.answers.limit,
-            checkpoints=self.options.checkpoints, leader_id=self.leader_id,
-        )  # fmt: skip
+        return make_catalog(name, self.leader_id, self.stamps, self.answers.limit,
+                            self.options.checkpoints)  # fmt: skip
 
     def sign_due(self) -> None:
         """Sign the catalogs whose newest events waited the schedule's interval (idle polls).
@@ -450,7 +418,7 @@ class PartitionOwner:
             crash_point("before_commit")
             producer.commit_transaction(timeout)
             events = sum(1 for record in batch.records if record[0] == self.topics.events)
-            self.restarts.commit(batch.images, events)
+            self.restarts.commit(batch.images, events, (reply for _, reply in batch.replies))
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
             if _is_fenced(error):

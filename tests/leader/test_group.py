@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -45,20 +46,22 @@ def _catalogs() -> list[str]:
     return sorted(name for names in by_partition.values() for name in names)
 
 
-def _start(wire: TopicSet, name: str, logs: Path) -> subprocess.Popen[bytes]:
+def _start(wire: TopicSet, name: str, logs: Path, warm: bool = False) -> subprocess.Popen[bytes]:
     """A leader process with static membership (`--instance-id`, the same across restarts)."""
     with (logs / f"{name}.log").open("ab") as log:
         return subprocess.Popen(
             [sys.executable, "-m", "metalog.cli", "leader", "--bootstrap", wire.bootstrap,
              "--prefix", wire.prefix, "--leader-id", name, "--instance-id", name,
-             "--session-timeout-ms", "6000"],
+             "--session-timeout-ms", "6000", *(["--warm-standby"] if warm else [])],
             stdout=subprocess.DEVNULL, stderr=log,
         )  # fmt: skip
 
 
 @contextmanager
-def _leaders(wire: TopicSet, logs: Path) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
-    running = {name: _start(wire, name, logs) for name in NAMES}
+def _leaders(
+    wire: TopicSet, logs: Path, warm: bool = False
+) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+    running = {name: _start(wire, name, logs, warm) for name in NAMES}
     try:
         yield running
     finally:
@@ -127,14 +130,15 @@ def _owners(log: list[Event]) -> dict[int, list[str]]:
     return owners
 
 
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm-standby"])
 def test_kill_9_of_one_of_three_leaders_mid_burst_loses_and_duplicates_nothing(
-    topics: Callable[[int], TopicSet], tmp_path: Path
+    topics: Callable[[int], TopicSet], tmp_path: Path, warm: bool
 ) -> None:
     wire = topics(PARTITIONS)
     catalogs = _catalogs()
     acked: dict[str, Committed] = {}
     count = threading.Semaphore(0)
-    with _leaders(wire, tmp_path) as running:
+    with _leaders(wire, tmp_path, warm) as running:
         with MetadataClient(wire.bootstrap, catalog=catalogs[0], actor="setup",
                             topics=wire.topics) as setup:  # fmt: skip
             for catalog in catalogs:  # every partition served before the burst
@@ -142,12 +146,20 @@ def test_kill_9_of_one_of_three_leaders_mid_burst_loses_and_duplicates_nothing(
         threads = _burst(wire, catalogs, "burst", acked, count.release)
         for _ in range(CLIENTS * PER_CLIENT // 3):
             count.acquire()
+        logs = [tmp_path / f"{name}.log" for name in ("a", "c")]
+        before = [log.stat().st_size for log in logs]
         running["b"].send_signal(signal.SIGKILL)  # mid-burst: a third of it acked
         running["b"].wait()
         for thread in threads:
             thread.join()
     assert len(acked) == len(catalogs) + CLIENTS * PER_CLIENT
     _check(wire, catalogs, acked)
+    # After the kill, b's partitions are rebuilt by a and c: from what they kept, if warm.
+    after = "".join(
+        log.read_bytes()[size:].decode() for log, size in zip(logs, before, strict=True)
+    )
+    rebuilt = re.findall(r"partition \d+ rebuilt in [\d.]+ s \((\w+)\)", after)
+    assert rebuilt and set(rebuilt) == {"warm" if warm else "cold"}, rebuilt
 
 
 def test_a_rolling_restart_of_three_leaders_moves_no_partition_more_than_once(

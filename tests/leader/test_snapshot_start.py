@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,10 +11,14 @@ import pytest
 
 from events.values import Column
 from producers.client.client import MetadataClient
+from producers.decide.sizes import DEFAULT_RECORD_LIMIT
 from producers.errors import TooLarge
 from producers.leader.leader import Leader
-from producers.leader.log import read_events
-from producers.leader.owner import LeaderOptions, PartitionOwner
+from producers.leader.log import read_events, read_partition
+from producers.leader.owner import LeaderOptions, PartitionOwner, stamp_now
+from producers.leader.rebuild import make_catalog
+from producers.leader.restart import LOOKBACK, read_dedupe
+from producers.leader.standby import Standby
 from projector.fold.apply import replay
 from projector.fold.image import Image
 from projector.snapshot.store import list_snapshots, read_partition_mark
@@ -124,6 +130,28 @@ def test_a_retry_of_a_command_before_the_snapshot_is_answered_not_applied_again(
     assert [e.command_id for e in after].count("shop-0") == 1
 
 
+def test_the_dedupe_windows_written_with_the_snapshots_answer_a_retry_without_a_lookback(
+    wire: TopicSet, tmp_path: Path
+) -> None:
+    # No lookback: only the windows stored beside the snapshots know shop-0's outcome.
+    options = LeaderOptions(snapshot_dir=tmp_path, snapshot_every=8, dedupe_lookback=0)
+    _serve(wire, options, range(10))
+    mark = read_partition_mark(tmp_path, wire.events, 0)
+    assert mark is not None
+    windows = read_dedupe(tmp_path, wire.events, 0, mark.position.next_offset)
+    assert windows is not None and "shop-0" in dict(windows["shop"])
+    [first] = [e for e in read_events(wire.bootstrap, wire.events, 0) if e.command_id == "shop-0"]
+    with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders",
+                options=options) as leader, MetadataClient(
+                    wire.bootstrap, catalog="shop", actor="alice", topics=wire.topics
+                ) as client:  # fmt: skip
+        assert leader.wait_until_serving(1, timeout=60.0)
+        again = client.create_table("public", "t0", COLUMNS, command_id="shop-0")
+    assert again.resource_version == first.resource_version
+    after = read_events(wire.bootstrap, wire.events, 0)
+    assert [e.command_id for e in after].count("shop-0") == 1
+
+
 def test_the_client_reads_an_image_from_a_snapshot_and_the_tail(
     wire: TopicSet, tmp_path: Path
 ) -> None:
@@ -157,3 +185,55 @@ def test_after_a_failed_commit_the_leader_returns_to_its_last_committed_images(
     log = [e for e in read_events(wire.bootstrap, wire.events, 0) if e.catalog == "shop"]
     assert image == replay(Image.empty("shop"), log)
     assert after.resource_version == log[-1].resource_version == 12  # elected, 10 creates, alter
+
+
+def test_a_takeover_by_a_warm_standby_equals_a_takeover_by_full_replay(
+    wire: TopicSet, tmp_path: Path
+) -> None:
+    options = _snapshotted(wire, tmp_path)
+    standby = Standby(wire.bootstrap, wire.events, 1, tmp_path, LOOKBACK,
+                      functools.partial(make_catalog, leader_id="next", stamps=stamp_now,
+                                        limit=DEFAULT_RECORD_LIMIT, checkpoints=None),
+                      poll_s=3600.0)  # fmt: skip (warm once, then no poll: a last tail)
+    standby.start()
+    try:
+        kept = _kept(standby, read_end(wire))
+        _serve(wire, LeaderOptions(), range(27, 30))  # committed after the standby's poll
+        warm = standby.take(0)
+    finally:
+        standby.stop()
+    assert warm is not None and warm.next_offset == kept < read_end(wire)
+    owner = PartitionOwner(wire.bootstrap, wire.topics, 0, "next", options)
+    owner.open(warm)
+    try:
+        from_standby = {c: owner.catalogs[c].image for c in CATALOGS}
+        assert from_standby == _replayed(wire)
+        windows = {c: dict(owner.catalogs[c]._outcomes) for c in CATALOGS}
+    finally:
+        owner.close()
+    replayed = _take_over(wire, LeaderOptions())
+    try:
+        for catalog in CATALOGS:  # the same next resource_version, one LeaderElected later
+            assert replayed.catalogs[catalog].image.resource_version == (
+                from_standby[catalog].resource_version + 1
+            )
+        # The same dedupe window: every command id of the log, with the same outcome.
+        assert windows == {c: dict(replayed.catalogs[c]._outcomes) for c in CATALOGS}
+        assert len(windows["shop"]) == 30
+    finally:
+        replayed.close()
+
+
+def read_end(wire: TopicSet) -> int:
+    """The events partition's end."""
+    return read_partition(wire.bootstrap, wire.events, 0, start=1 << 62).end
+
+
+def _kept(standby: Standby, end: int) -> int:
+    """Wait until the standby keeps partition 0 up to `end`; that offset."""
+    for _ in range(600):
+        offset = standby.offset(0)
+        if offset is not None and offset >= end:
+            return offset
+        time.sleep(0.1)
+    raise AssertionError(f"the standby never kept partition 0 up to offset {end}")
