@@ -284,12 +284,25 @@ def run_once(spark: SparkSession, config: ProjectionConfig) -> None:
         raise failed(config, exc) from exc
 
 
-def failed(config: ProjectionConfig, exc: StreamingQueryException) -> ProjectionError:
-    """The error a failed query is told as; a checkpoint of the old projection names the fix."""
-    if "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY" in str(exc):
+_OLD_STATE = (
+    "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",  # kept no state store at all
+    "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA",  # another fold operator
+)
+"""Spark's error classes for a checkpoint whose state an older projection wrote."""
+
+
+def failed(config: ProjectionConfig, exc: Exception) -> ProjectionError:
+    """The error a failed query is told as, in one line (Spark's log keeps the whole error).
+
+    A checkpoint written by an older projection names the fix (`OldCheckpoint`).
+    """
+    text = str(exc).strip()
+    if any(code in text for code in _OLD_STATE):
         return OldCheckpoint(
             f"the checkpoint {config.checkpoint} was written by an older metalog, whose "
-            "projection kept no state store: give a new --checkpoint and --delta-dir (or "
-            "delete both) and the projection starts from the beginning of the log"
+            "projection kept its state differently: give a new --checkpoint and --delta-dir "
+            "(or delete both) and the projection starts from the beginning of the log"
         )
-    return ProjectionError(f"the projection of {config.topic} failed: {exc}")
+    first = text.splitlines()[0] if text else type(exc).__name__
+    return ProjectionError(f"the projection of {config.topic} failed: {first} "
+                           "(the whole error is in Spark's log)")
