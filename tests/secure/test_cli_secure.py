@@ -74,18 +74,19 @@ def test_a_secure_leader_takes_restart_points_and_writes_snapshots(
     secure_kafka: SecureKafka, tmp_path: Path
 ) -> None:
     options = LeaderOptions(snapshot_dir=tmp_path, snapshot_every=3)
+    catalog = f"snap-{uuid.uuid4().hex[:8]}"  # the secure broker's data outlives a run
     with (Leader(secure_kafka.bootstrap, topics=secure_kafka.topics, options=options,
                  security=secure_kafka.security("leader")) as leader,
-          MetadataClient(secure_kafka.bootstrap, catalog="snap", actor="alice", timeout=30.0,
+          MetadataClient(secure_kafka.bootstrap, catalog=catalog, actor="alice", timeout=30.0,
                          topics=secure_kafka.topics,
                          security=secure_kafka.security("client")) as client):  # fmt: skip
         assert leader.wait_until_serving(1, timeout=60.0)
         for n in range(8):
             client.create_table("public", f"t{n}", (Column(name="id", data_type="int64"),))
     # Reading the partition's end signs in as the leader too, or no restart point is taken.
-    partition = partition_for("snap", 3)
+    partition = partition_for(catalog, 3)
     mark = read_partition_mark(tmp_path, secure_kafka.topics.events, partition)
-    assert mark is not None and "snap" in mark.catalogs
+    assert mark is not None and catalog in mark.catalogs
     assert mark.position.next_offset > 3
 
 
