@@ -102,6 +102,19 @@ def _long(data: bytes, at: int) -> tuple[int, int]:
     return (value >> 1) ^ -(value & 1), at
 
 
+def _past_catalog(data: bytes) -> tuple[int, int]:
+    """Where the record's catalog ends (past `event_id` and `catalog`), and its length."""
+    at = HEADER_LENGTH
+    for _ in (0, 1):  # event_id, then the catalog
+        size = data[at]
+        if size & 0x80:
+            size, at = _long(data, at)
+        else:
+            size, at = size >> 1, at + 1
+        at += size
+    return at, size
+
+
 def _bytes(data: bytes, at: int) -> tuple[bytes, int]:
     size, at = _long(data, at)
     end = at + size
@@ -255,14 +268,7 @@ def skim(data: bytes) -> tuple[tuple[int, int], str, int]:
         raise NotAnEvent("not an event record")
     names = writer[0]
     try:
-        at = HEADER_LENGTH
-        for _ in (0, 1):  # event_id, then the catalog
-            size = data[at]
-            if size & 0x80:
-                size, at = _long(data, at)
-            else:
-                size, at = size >> 1, at + 1
-            at += size
+        at, _ = _past_catalog(data)
         at = _VARINTS[3].match(data, at).end()  # type: ignore[union-attr]  # rv, epochs
         strings = 2 if data[at] else 1  # command_id (null, or a string), then the actor
         at += 1
@@ -297,14 +303,7 @@ def skim(data: bytes) -> tuple[tuple[int, int], str, int]:
 
 def _head(data: bytes, names: tuple[str, ...]) -> Head:
     # Inline one-byte varints (lengths, epochs, small ids): a call per field halves the rate.
-    at = HEADER_LENGTH
-    for _ in (0, 1):  # event_id, then the catalog
-        size = data[at]
-        if size & 0x80:
-            size, at = _long(data, at)
-        else:
-            size, at = size >> 1, at + 1
-        at += size
+    at, size = _past_catalog(data)
     catalog_bytes = data[at - size : at]
     rv_start = at
     resource_version, at = _long(data, at)
