@@ -13,3 +13,7 @@ class StackError(MetalogError):
 
 class AuditError(MetalogError):
     """An audit command cannot do what was asked (which catalog, no checkpoint to keep)."""
+
+
+class SparkStartError(MetalogError):
+    """Spark's driver JVM did not start (its own words are in Spark's log file)."""

@@ -7,8 +7,12 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from pyspark import SparkConf, SparkContext
+from pyspark.errors import PySparkRuntimeError
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
+from metalog.errors import SparkStartError
 from metalog.jars import spark_jars
 
 # from_avro/to_avro come from the spark-avro jar on spark.jars (see metalog/jvm/spark-pom.xml).
@@ -34,7 +38,7 @@ LOCAL_CONF: dict[str, str] = {
 
 
 LOG4J_CONFIG = Path(__file__).parent / "jvm" / "log4j2-spark.properties"
-"""Spark's and Delta's log lines go to a file; only errors reach the terminal."""
+"""Spark's and Delta's log lines go to a file (`log_file()`)."""
 
 
 def log_file() -> Path:
@@ -75,8 +79,9 @@ def spark_session(
         extra_conf: more Spark confs; they override the defaults.
 
     Returns:
-        The session, with the log level at WARN; Spark's log lines go to
-        `log_file()`, and only errors reach the terminal.
+        The session, with the log level at WARN. Spark's log lines and whatever
+        its JVM prints go to `log_file()`: a failed job reaches the caller as
+        an exception, which metalog tells in its own words.
     """
     if is_loopback(master):
         # Local Python workers (the projection's fold runs in them) use this
@@ -85,9 +90,33 @@ def spark_session(
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     log_file().parent.mkdir(parents=True, exist_ok=True)
     conf = session_conf(master, extra_conf)
+    _start_jvm(master, app_name, conf)
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def _start_jvm(master: str, app_name: str, conf: Mapping[str, str]) -> None:
+    """Start the driver's JVM with its stdout and stderr appended to `log_file()`.
+
+    PySpark would start it with ours, and the JVM copies its Python workers'
+    output there: the `transformWithStateInPandas` driver worker prints five
+    lines at every query start. Nothing to do when this process already has a
+    JVM (a session started before, or `spark-submit` started us).
+    """
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    spark_conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(app_name)
+    spark_conf.setAll(list(conf.items()))
+    with log_file().open("ab") as out:  # the JVM keeps its own copy of the descriptor
+        try:
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
+        except PySparkRuntimeError as exc:
+            raise SparkStartError(
+                f"Spark's JVM did not start ({exc.getCondition()}); why is at the end of "
+                f"{log_file()} (is Java 17 on the PATH or in JAVA_HOME?)") from exc
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm

@@ -115,3 +115,13 @@ def test_show_of_a_catalog_without_events_says_so(wire: TopicSet) -> None:
         f"{wire.bootstrap}: check the name (--catalog) and the --prefix; a catalog exists "
         "once its first command is committed (metalog keeps no list of catalogs)"
     )
+
+
+def test_a_projection_whose_jvm_cannot_start_prints_one_line(tmp_path: Path) -> None:
+    run = metalog("project", "--once", "--bootstrap", NOWHERE, "--delta-dir",
+                  str(tmp_path / "tables"), "--checkpoint", str(tmp_path / "cp"),
+                  JAVA_HOME=str(tmp_path / "no-java"), METALOG_STATE_DIR=str(tmp_path))
+    line = run.one_line
+    assert run.code != 0
+    assert "Spark's JVM did not start" in line and str(tmp_path / "spark.log") in line
+    assert str(tmp_path / "no-java") in (tmp_path / "spark.log").read_text()  # the JVM's words
