@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -89,6 +90,8 @@ def spark_session(
         # PySpark reads it once, when the context starts.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     log_file().parent.mkdir(parents=True, exist_ok=True)
+    # py4j logs every callback connection (foreachBatch, the fold) at INFO.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     conf = session_conf(master, extra_conf)
     _start_jvm(master, app_name, conf)
     builder = SparkSession.builder.master(master).appName(app_name)

@@ -72,6 +72,7 @@ def _project(made: TopicSet, master: str, root: Path, *flags: str) -> str:
     assert done.returncode == 0, done.stdout + done.stderr
     # What Spark's JVM and its Python workers print goes to Spark's log, not to the user.
     assert "Python worker" not in done.stdout + done.stderr
+    assert "py4j" not in done.stderr
     assert "TransformWithStateInPandas Python worker" in _read(root / "spark.log").decode()
     return done.stdout
 
