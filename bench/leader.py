@@ -48,7 +48,7 @@ from bench.leader_cpu import CpuWindow, per_command_us
 from bench.leader_etcd import EtcdKey, EtcdServer, ensure_etcd
 from bench.leader_load import Op, Result, closed_loop, open_loop
 from bench.leader_raw import RawCommitter
-from bench.leader_report import SYSTEMS, report
+from bench.leader_report import SYSTEMS, broker_pauses, report
 from bench.ports import free_port_pair
 from events.codec import encode_event, encode_reply
 from events.replies import Committed
@@ -395,7 +395,9 @@ def main(argv: list[str] | None = None) -> int:
                     for key in keys:
                         key.close()
                     _log(f"etcd @{n}: {results['etcd', n]}")
+        pauses = broker_pauses(config.gc_log)
     print(report(results, open_results, counts, systems, args, load, len(event), len(reply)))
+    print(f"\n{pauses}")
     return 0
 
 
