@@ -48,14 +48,14 @@ from bench.leader_cpu import CpuWindow, per_command_us
 from bench.leader_etcd import EtcdKey, EtcdServer, ensure_etcd
 from bench.leader_load import Op, Result, closed_loop, open_loop
 from bench.leader_raw import RawCommitter
-from bench.leader_report import SYSTEMS, report
+from bench.leader_report import SYSTEMS, broker_pauses, report
 from bench.ports import free_port_pair
 from events.codec import encode_event, encode_reply
 from events.replies import Committed
 from events.topics import Topics
 from events.values import Column
 from metalog import stack
-from metalog.stack_config import StackConfig
+from metalog.stack_config import DEFAULT_HEAP, StackConfig
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
 from producers.kafka.routing import read_layout
@@ -323,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
         "--broker-warmup", type=float, default=30.0,
         help="unmeasured seconds of leader traffic that warm the broker up first (default 30)",
     )  # fmt: skip
+    parser.add_argument(
+        "--broker-heap", default=DEFAULT_HEAP,
+        help=f"the broker JVM's heap (default {DEFAULT_HEAP}, the local stack's)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     counts = [int(n) for n in args.clients.split(",") if n.strip()]
     systems = [s for s in SYSTEMS if s in {x.strip() for x in args.systems.split(",")}]
@@ -336,9 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         config = StackConfig(
             state_dir=root / "kafka", port=kafka_port, controller_port=kafka_port + 1,
-            topic_prefix=topics.prefix,
+            topic_prefix=topics.prefix, heap=args.broker_heap,
         )  # fmt: skip
-        _log(f"starting the broker on {config.bootstrap}")
+        _log(f"starting the broker on {config.bootstrap} (heap {config.heap})")
         stack.up(config)
         stack_.callback(stack.down, config)
         broker_pid = int(stack.status(config)["pid"])
@@ -395,7 +399,9 @@ def main(argv: list[str] | None = None) -> int:
                     for key in keys:
                         key.close()
                     _log(f"etcd @{n}: {results['etcd', n]}")
+        pauses = broker_pauses(config.gc_log, longer_than_ms=20.0)
     print(report(results, open_results, counts, systems, args, load, len(event), len(reply)))
+    print(f"\n{pauses}")
     return 0
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 from bench.leader_cpu import describe
 from bench.leader_load import Result
@@ -16,6 +18,9 @@ SYSTEMS = {
     "raw": "raw Kafka txn (limit)",
     "etcd": "etcd compare-and-put txn",
 }
+_SAFEPOINT = re.compile(r'T(\d\d:\d\d:\d\d)[^]]*\]\[[\d.]+s\] Safepoint "(\w+)".* Total: (\d+) ns')
+"""A JDK 17 safepoint line of the broker's gc.log: UTC time, operation, stop-the-world time."""
+
 RATIOS = (("leader", "raw"), ("leader", "etcd"), ("embedded", "raw"), ("embedded", "etcd"))
 
 
@@ -72,3 +77,24 @@ def report(
     if errors:
         lines += ["", f"Failed commands: {errors}"]
     return "\n".join(lines)
+
+
+def broker_pauses(gc_log: Path, longer_than_ms: float = 50.0) -> str:
+    """The broker JVM's stop-the-world pauses over the run, from its gc.log (`metalog.stack`).
+
+    Answers whether the JVM (GC or another safepoint) stopped the broker when the
+    remote path's latency spiked: the total, the longest, and each one over
+    `longer_than_ms` with its UTC time (the bench's own log lines carry the same clock).
+    """
+    logs = sorted(gc_log.parent.glob(gc_log.name + "*"))
+    pauses = [(m[1], m[2], int(m[3]) / 1e6)
+              for log in logs for m in _SAFEPOINT.finditer(log.read_text())]
+    if not pauses:
+        return f"Broker pauses: none logged in {gc_log.name}."
+    longest = max(ms for _, _, ms in pauses)
+    long_ = [f"{name} {ms:.0f} ms at {at}" for at, name, ms in pauses if ms > longer_than_ms]
+    return (
+        f"Broker JVM stop-the-world pauses {pauses[0][0]} to {pauses[-1][0]} UTC: {len(pauses):,}, "
+        f"{sum(ms for _, _, ms in pauses):,.0f} ms in all, longest {longest:.1f} ms; over "
+        f"{longer_than_ms:g} ms: {', '.join(long_) or 'none'}."
+    )

@@ -157,7 +157,11 @@ _JVM_PERFORMANCE = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
 
 def _launch(config: StackConfig, classpath: str) -> int:
     """Start the broker JVM detached from this process; return its pid."""
-    java_cmd = [_java(), f"-Xmx{config.heap}", f"-Xms{config.heap}", *_JVM_PERFORMANCE,
+    config.gc_log.parent.mkdir(parents=True, exist_ok=True)
+    # Every stop-the-world pause, as Kafka's own launcher logs GC (kafka-run-class.sh):
+    # the evidence for or against the JVM when the broker stalls.
+    gc_log = f"-Xlog:gc,safepoint:file={config.gc_log}:time,uptime:filecount=3,filesize=10m"
+    java_cmd = [_java(), f"-Xmx{config.heap}", f"-Xms{config.heap}", *_JVM_PERFORMANCE, gc_log,
                 f"-Dlog4j2.configurationFile={config.log4j_file}",
                 "-cp", classpath, "kafka.Kafka", str(config.properties_file)]
     # A shell backgrounds the JVM and exits at once: the JVM is re-parented, so it

@@ -107,6 +107,11 @@ class StackConfig:
         return self.state_dir / "log4j2.properties"
 
     @property
+    def gc_log(self) -> Path:
+        """The broker JVM's stop-the-world pauses (GC and other safepoints)."""
+        return self.state_dir / "logs" / "gc.log"
+
+    @property
     def pid_file(self) -> Path:
         """The pid of the running broker JVM."""
         return self.state_dir / "broker.pid"

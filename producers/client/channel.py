@@ -76,6 +76,7 @@ class CommandChannel:
         self._lock = threading.Lock()
         self._waiting: dict[str, list[Waiter[Committed | Rejected | AccessDenied]]] = {}
         self._producer: Producer | None = None
+        self._lone: Producer | None = None
         self._layout: Layout | None = None
         self._reader: threading.Thread | None = None
         self._closed = threading.Event()
@@ -105,14 +106,17 @@ class CommandChannel:
         """
         deadline = time.monotonic() + timeout
         layout = self._connected(timeout)
-        assert self._producer is not None
+        assert self._producer is not None and self._lone is not None
         value = encode_command(command)
         waiter: Waiter[Committed | Rejected | AccessDenied] = Waiter()
         with self._lock:
+            alone = not self._waiting
             self._waiting.setdefault(command.command_id, []).append(waiter)
+        # A call with no other in flight has no company to wait for (see `_connect`).
+        producer = self._lone if alone else self._producer
         try:
             try:
-                self._producer.produce(
+                producer.produce(
                     self.topics.commands,
                     value=value,
                     key=command.catalog.encode(),
@@ -143,8 +147,9 @@ class CommandChannel:
         self._closed.set()
         if self._reader is not None:
             self._reader.join(timeout=5.0)
-        if self._producer is not None:
-            self._producer.flush(5.0)
+        for producer in (self._producer, self._lone):
+            if producer is not None:
+                producer.flush(5.0)
 
     def _connected(self, timeout: float) -> Layout:
         if self._producer is None:  # connected: no lock (`_connect` sets the layout first)
@@ -160,15 +165,19 @@ class CommandChannel:
             if self._closed.is_set():
                 raise LeaderUnavailable("this MetadataClient is closed: create a new one")
             layout = read_layout(self.bootstrap, self.topics, timeout, self.security)
-            # linger.ms=2: threads sharing a client send their commands in one request;
-            # per command it halved the client's CPU and cut the broker's (BENCHMARKS.md).
-            # Without it a lone command is 2 ms faster, but at 64 clients the broker and
-            # the clients spent 2.4-2.8x the CPU per command (docs/benchmarks/leader.md).
-            producer = Producer(secured(
-                {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 "linger.ms": 2, "delivery.report.only.error": True, **NO_DELAY,
-                 **CLIENT_LOGGING}, self.security)
-            )  # fmt: skip
+            # Two producers. linger.ms=2: calls that overlap wait up to 2 ms to share one
+            # produce request; at 64 clients that halved the client's CPU per command and
+            # cut the broker's (linger 0 cost both 2.4-2.8x). A call with no other in
+            # flight has nobody to wait for: it goes through a producer with linger 0,
+            # 2 ms sooner (docs/benchmarks/leader.md). A fractional linger would tax every
+            # lone call and batch less under load; choosing per call taxes neither.
+            # Calls in flight together have no order between them, so two producers
+            # lose none; a retried command is deduplicated by its command id.
+            common = {"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
+                      "acks": "all", "delivery.report.only.error": True, **NO_DELAY,
+                      **CLIENT_LOGGING}
+            producer = Producer(secured({**common, "linger.ms": 2}, self.security))
+            lone = Producer(secured({**common, "linger.ms": 0}, self.security))
             consumer = Consumer(secured(
                 {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
                  "enable.auto.commit": False, "isolation.level": "read_committed",
@@ -188,14 +197,15 @@ class CommandChannel:
                 target=self._read_replies, args=(consumer,), name="metalog-replies", daemon=True
             )
             self._reader.start()
-            self._layout, self._producer = layout, producer
+            self._layout, self._lone, self._producer = layout, lone, producer
 
     def _read_replies(self, consumer: Consumer) -> None:
         key = self.client_id.encode()
         try:
             while not self._closed.is_set():
-                if self._producer is not None:
-                    self._producer.poll(0)  # serve delivery reports: calls don't flush
+                for producer in (self._producer, self._lone):
+                    if producer is not None:
+                        producer.poll(0)  # serve delivery reports: calls don't flush
                 # A transaction's replies arrive together: one read takes them all.
                 for message in next_batch(consumer, _REPLIES_PER_READ, 0.05):
                     if message.error() is None and message.key() == key:
