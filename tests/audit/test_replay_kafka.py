@@ -14,14 +14,11 @@ import pytest
 from metalog.cli import main
 from metalog.cli_replay import replay_document
 from projector.follower.follower import Follower
-from events.codec import encode_event
-from projector.fold.image import Image
 from projector.replay.asof import replay_as_of
-from projector.replay.point import END, Point, replay_until
-from projector.replay.source import LogReader
+from projector.replay.point import Point
 from tests.audit.scripted import EXPECTED_U, lifecycle
 from tests.fixtures.kafka import TopicSet
-from tests.follower.workload import CATALOG, produce, produce_raw, random_log
+from tests.follower.workload import CATALOG, produce, random_log
 
 pytestmark = pytest.mark.integration
 
@@ -56,27 +53,6 @@ def test_as_of_replay_equals_what_a_follower_published_at_random_points(
         json.dumps(replay_document(published[cuts[2]])))  # fmt: skip
     assert main(["replay", *where, "--as-of", str(len(events) + 5)]) == 1
     assert "past the end" in capsys.readouterr().err
-
-
-def test_a_replay_read_through_the_child_process_is_the_replay_read_here(wire: TopicSet) -> None:
-    events = list(random_log(120, seed=7).events)
-    records = [encode_event(e) for e in events]
-    half = len(records) // 2
-    produce_raw(wire, [*records[:half], b"not an event", *records[half:]])
-    produce_raw(wire, [encode_event(events[0])], key="another")  # skipped by its key
-    here = LogReader(wire.bootstrap, wire.topics, CATALOG, child_from=None)
-    child = LogReader(wire.bootstrap, wire.topics, CATALOG, child_from=0)  # always a child
-    read = list(child.events())
-    assert read == list(here.events()) == events
-    assert (child.unreadable, child.offset, child.end) == (here.unreadable, here.offset, here.end)
-    assert child.unreadable == 1
-    image = replay_until(Image.empty(CATALOG),
-                         LogReader(wire.bootstrap, wire.topics, CATALOG, child_from=0).events(),
-                         END)  # fmt: skip
-    assert image == replay_until(Image.empty(CATALOG), events, END)
-    stopped = LogReader(wire.bootstrap, wire.topics, CATALOG, child_from=0).events()
-    assert next(stopped) == events[0]
-    stopped.close()  # the point came early: the child is ended, nothing hangs
 
 
 def test_history_and_diff_commands_over_the_scripted_lifecycle(
