@@ -1,11 +1,11 @@
 """A child Python process that reads the log for this one (two cores: reading and the work).
 
-Reading a big log costs about as much as the work done on it (`metalog audit
-verify` checks each record; a replay folds each event), so the audit and the
-replay hand the reading to a child: it gets its task as one pickle on stdin and
-writes pickles to stdout. The child imports this package from the same root as
-this process, whatever the caller's working directory.
-"""
+Reading a big log costs about as much as checking it, so `metalog audit verify`
+hands the reading to a child (`projector.audit.read`): it gets its task as one
+pickle on stdin and writes pickles to stdout. The child imports this package
+from the same root as this process, whatever the caller's working directory.
+(A replay does not: shipping decoded events costs more than a busy second core
+gives; docs/benchmarks/replay.md.)"""
 
 from __future__ import annotations
 
