@@ -23,7 +23,11 @@ stopped at the end; prints one JSON document). Phases, in one run:
   full decode (`table_history` over every event decoded, the old path), whose
   result must be the same.
 
-`--history-only` skips the replay phases (for a bigger log in minutes).
+`--history-only` skips the replay phases (for a bigger log in minutes);
+`--no-full-decode` skips the old path's figure (at 1M events its decoded log
+would not fit in memory comfortably). The log is generated, encoded and
+produced as a stream (never held whole), so a 1M-event log costs the
+generator's time only.
 """
 
 from __future__ import annotations
@@ -35,16 +39,17 @@ import os
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from bench.apply import CATALOG, grown_log
+from bench.apply import CATALOG
 from bench.baseline import BENCH_PORTS
 from bench.ports import free_port_pair
-from bench.workload import encoded, produce
-from events.codec import decode_event
+from bench.workload import Workload, produce
+from events.codec import decode_event, encode_event
 from events.intents import TableCreated
 from events.topics import Topics
 from metalog import stack
@@ -79,7 +84,17 @@ def fetch(bootstrap: str, topics: Topics) -> list[bytes]:
         consumer.close()
 
 
-def _history(bootstrap: str, topics: Topics, table: str, count: int) -> dict[str, Any]:
+def _grown(tables: int, events: int, created: list[TableCreated]) -> Iterator[tuple[str, bytes]]:
+    """`bench.apply.grown_log`'s log (same seed), encoded as it is generated; the first
+    create is appended to `created`."""
+    for event in Workload([CATALOG], 7, keep_log=False).grow(CATALOG, tables, events):
+        if not created and isinstance(event.intent, TableCreated):
+            created.append(event.intent)
+        yield event.catalog, encode_event(event)
+
+
+def _history(bootstrap: str, topics: Topics, table: str, count: int,
+             full_decode: bool = True) -> dict[str, Any]:  # fmt: skip
     """One table's history: raw consume, the filtered history, the full decode; figures."""
     out: dict[str, Any] = {}
     gc.disable()
@@ -96,6 +111,8 @@ def _history(bootstrap: str, topics: Topics, table: str, count: int) -> dict[str
     out["history_s"] = round(time.perf_counter() - started, 2)
     gc.enable()
     out["history_changes"] = len(history.changes)
+    if not full_decode:
+        return out
     schema, _, rest = table.partition(".")
     gc.disable()
     started = time.perf_counter()
@@ -107,23 +124,22 @@ def _history(bootstrap: str, topics: Topics, table: str, count: int) -> dict[str
     return out
 
 
-def run(bootstrap: str, tables: int, events: int, history_only: bool = False) -> dict[str, Any]:
+def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
+        full_decode: bool = True) -> dict[str, Any]:  # fmt: skip
     """Every phase on one broker; figures as a dict."""
+    load_before = os.getloadavg()
     topics = Topics(f"bench-replay-{uuid.uuid4().hex[:8]}")
     create_metalog_topics(bootstrap, topics.prefix, 1)
     started = time.perf_counter()
-    log = grown_log(tables, events)
-    name = next(e.intent for e in log if isinstance(e.intent, TableCreated))
-    assert isinstance(name, TableCreated)
-    produce(bootstrap, topics.events, encoded(log), 1, transactional_id=str(uuid.uuid4()),
-            per_txn=10_000)  # fmt: skip
-    count = len(log)
-    del log
-    out: dict[str, Any] = {"events": count, "tables": tables,
+    created: list[TableCreated] = []
+    count = produce(bootstrap, topics.events, _grown(tables, events, created), 1,
+                    transactional_id=str(uuid.uuid4()), per_txn=10_000)  # fmt: skip
+    name = created[0]
+    out: dict[str, Any] = {"events": count, "tables": tables, "load_before": load_before,
                            "log_s": round(time.perf_counter() - started, 1)}  # fmt: skip
     name_of = f"{name.schema_name}.{name.table_name}"
     if history_only:
-        out.update(_history(bootstrap, topics, name_of, count))
+        out.update(_history(bootstrap, topics, name_of, count, full_decode))
         out["load_average"] = os.getloadavg()
         return out
     records = fetch(bootstrap, topics)
@@ -159,7 +175,7 @@ def run(bootstrap: str, tables: int, events: int, history_only: bool = False) ->
         out["from_snapshot_s"] = round(time.perf_counter() - started, 2)
         gc.enable()
         assert near.resource_version == point
-    out.update(_history(bootstrap, topics, name_of, count))
+    out.update(_history(bootstrap, topics, name_of, count, full_decode))
     out["load_average"] = os.getloadavg()
     return out
 
@@ -171,13 +187,16 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--history-only", action="store_true",
                         help="only the history phases (raw consume, filtered, full decode)")
+    parser.add_argument("--no-full-decode", action="store_true",
+                        help="skip the history over every event decoded (the old path)")
     args = parser.parse_args()
     port = free_port_pair(BENCH_PORTS)
     with tempfile.TemporaryDirectory(prefix="metalog-bench-replay-") as tmp:
         config = StackConfig(state_dir=Path(tmp), port=port, controller_port=port + 1)
         stack.up(config)
         try:
-            print(json.dumps(run(config.bootstrap, args.tables, args.events, args.history_only)))
+            print(json.dumps(run(config.bootstrap, args.tables, args.events, args.history_only,
+                                 not args.no_full_decode)))
         finally:
             stack.down(config)
 

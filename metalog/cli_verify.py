@@ -23,7 +23,7 @@ from producers.kafka.errors import kafka_error
 from projector.audit.bundle import Bundle, write_bundle
 from projector.audit.faults import AuditFailed, Fault, Report
 from projector.audit.raw import NotAnEvent, parse
-from projector.audit.read import Record, TopicLog, verify_records
+from projector.audit.read import Batch, Record, TopicLog, batched, verify_batches
 from projector.audit.verify import Verifier
 
 
@@ -34,6 +34,14 @@ def _source(args: argparse.Namespace) -> tuple[Iterator[Record], dict[int, int]]
         return ((p, o, v, False) for p, o, v in bundle.records()), bundle.ends
     log = TopicLog(args.bootstrap, Topics(args.prefix).events, security(args, "follower"))
     return log.hashed_records(), log.ends
+
+
+def _batches(args: argparse.Namespace) -> Iterator[Batch]:
+    """`_source`'s records a batch at a time (the topic's as its reader takes them)."""
+    if getattr(args, "bundle", None):
+        return batched(_source(args)[0])
+    topic = Topics(args.prefix).events
+    return TopicLog(args.bootstrap, topic, security(args, "follower")).batches()
 
 
 def _public_key(args: argparse.Namespace) -> tuple[Any, str]:
@@ -58,10 +66,10 @@ def _kept(args: argparse.Namespace) -> Checkpoint | None:
 
 
 def _run(args: argparse.Namespace, verifier: Verifier) -> tuple[Report, float]:
-    records, _ = _source(args)
+    batches = _batches(args)
     started = time.perf_counter()
     try:
-        report = verify_records(records, verifier)
+        report = verify_batches(batches, verifier)
     except KafkaException as exc:
         raise kafka_error(exc, args.bootstrap) from exc
     return report, time.perf_counter() - started

@@ -21,7 +21,6 @@ The result is the same as `table_history` over the decoded log.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
@@ -36,9 +35,6 @@ from projector.audit.raw import Head, NotAnEvent, head, long_at, skim, string_at
 
 EPOCH_INTENTS = frozenset({"EpochAssigned", "StableEpochAdvanced"})
 """The events that give changes their epoch and their release; they name no table."""
-
-_VARINT_RUN = re.compile(rb"[\x80-\xff]*[\x00-\x7f]", re.DOTALL)
-"""One Avro long's bytes."""
 
 _ID_KINDS = (TABLE_INFO, TABLE_ROUTE, DATANODE_TABLE)
 """Kinds of key named by a table id: only events whose envelope names the id write them."""
@@ -158,18 +154,17 @@ def _naming(
     """The records before `last` whose envelope names one of `ids`, with the envelope's pairs.
 
     Most envelopes hold one pair (the count 2, zigzag of 1, then the id's bytes):
-    those are checked on the id's bytes; the others are read (`raw.head`).
+    those are checked on the id's bytes, one `startswith` (an Avro long ends at its
+    first byte below 0x80, so no id's bytes begin another's); the others are read
+    (`raw.head`).
     """
-    wanted = {zigzag(i) for i in ids}
-    first_id = _VARINT_RUN.match
+    single = tuple(b"\x02" + zigzag(i) for i in ids)
     for index in range(last):
         tables = envelopes[index]
         if not tables or tables[0] == 0:  # not an event, or no table
             continue
-        if tables[0] == 2:
-            end = first_id(tables, 1)
-            if end is None or tables[1 : end.end()] not in wanted:
-                continue
+        if tables[0] == 2 and not tables.startswith(single):
+            continue
         pairs = head(records[index]).tables
         if any(t in ids for t, _ in pairs):
             yield index, pairs

@@ -12,14 +12,11 @@ rate). A small log is read here: a child's start would cost more than it saves.
 
 from __future__ import annotations
 
-import os
 import pickle
-import subprocess
-import sys
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from itertools import accumulate, pairwise
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
@@ -27,11 +24,16 @@ from confluent_kafka import TopicPartition as KafkaPartition
 from projector.audit.consume import Span, batches
 from projector.audit.faults import Report
 from projector.audit.verify import Verifier
+from projector.kafka.child import start_child
 from projector.kafka.clients import new_consumer, partition_count, watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 Record = tuple[int, int, bytes, bool]
 """(partition, offset, value, hashed): `hashed`, the value was found to match its hash."""
+
+Batch = tuple[int, Sequence[int], Sequence[bytes], bytes]
+"""(partition, offsets, values, hashed): consecutive records of one partition; `hashed`
+holds a byte per record, 1 when its value was found to match its hash."""
 
 CHILD_FROM = 200_000
 """A log of at least this many records (offsets) is consumed in a child process."""
@@ -65,6 +67,13 @@ class TopicLog:
         """Every committed record as (partition, offset, value, hashed), partition by
         partition; `hashed`: the reading process found its bytes match its hash (checked
         only by a child process, and with `hashing`)."""
+        for partition, offsets, values, hashed in self.batches(hashing):
+            for offset, value, ok in zip(offsets, values, hashed, strict=True):
+                yield partition, offset, value, ok == 1
+
+    def batches(self, hashing: bool = True) -> Iterator[Batch]:
+        """Every committed record in batches of one partition, partition by partition (see
+        `Batch`; `hashed` as in `hashed_records`)."""
         consumer = new_consumer(self.bootstrap, self.security, bulk=True)
         try:
             count = partition_count(consumer, self.topic) or 0
@@ -76,20 +85,15 @@ class TopicLog:
                     spans.append((partition, low, high))
             if sum(high - low for _, low, high in spans) < self.child_from:
                 for partition, batch in batches(consumer, self.topic, spans, self.ends):
-                    yield from ((partition, o, v, False) for o, v in batch)
+                    yield (partition, [o for o, _ in batch], [v for _, v in batch],
+                           bytes(len(batch)))  # fmt: skip
                 return
         finally:
             consumer.close()
         yield from self._from_child(spans, hashing)
 
-    def _from_child(self, spans: list[Span], hashing: bool) -> Iterator[Record]:
-        root = str(Path(__file__).resolve().parents[2])  # the package's root, for the child
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (root, os.environ.get("PYTHONPATH")) if p)}  # fmt: skip
-        child = subprocess.Popen(
-            [sys.executable, "-m", "projector.audit.consume"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-        )  # fmt: skip
+    def _from_child(self, spans: list[Span], hashing: bool) -> Iterator[Batch]:
+        child = start_child("projector.audit.consume")
         assert child.stdin is not None and child.stdout is not None
         try:
             pickle.dump((self.bootstrap, self.topic, self.security, spans, hashing), child.stdin)
@@ -103,11 +107,9 @@ class TopicLog:
                     ) from None
                 if message[0] == "batch":
                     _, partition, offsets, lengths, block, hashed = message
-                    at = 0
-                    for offset, length, ok in zip(array("q", offsets), array("q", lengths),
-                                                  hashed, strict=True):  # fmt: skip
-                        yield partition, offset, block[at : at + length], ok == 1
-                        at += length
+                    bounds = pairwise(accumulate(array("q", lengths), initial=0))
+                    values = [block[start:end] for start, end in bounds]
+                    yield partition, array("q", offsets), values, hashed
                 elif message[0] == "end":
                     self.ends[message[1]] = message[2]
                 elif message[0] == "error":
@@ -121,13 +123,39 @@ class TopicLog:
             child.wait()
 
 
-def verify_records(records: Iterator[Record], verifier: Verifier) -> Report:
-    """Feed `records` ((partition, offset, value, hashed), partition by partition) to `verifier`.
+def batched(records: Iterable[Record], size: int = 10_000) -> Iterator[Batch]:
+    """Records (partition, offset, value, hashed) as batches of one partition each."""
+    partition, hashed = -1, bytearray()
+    offsets: list[int] = []
+    values: list[bytes] = []
+    for record in records:
+        if record[0] != partition or len(values) >= size:
+            if values:
+                yield partition, offsets, values, bytes(hashed)
+            partition, offsets, values, hashed = record[0], [], [], bytearray()
+        offsets.append(record[1])
+        values.append(record[2])
+        hashed.append(1 if record[3] else 0)
+    if values:
+        yield partition, offsets, values, bytes(hashed)
+
+
+def verify_records(records: Iterable[Record], verifier: Verifier, batch: int = 10_000) -> Report:
+    """Feed `records` ((partition, offset, value, hashed), partition by partition) to `verifier`,
+    `batch` records a call.
 
     Stops reading once the verifier has its answer.
     """
-    for partition, offset, value, hashed in records:
-        verifier.feed(partition, offset, value, hashed)
+    return verify_batches(batched(records, batch), verifier)
+
+
+def verify_batches(batches: Iterable[Batch], verifier: Verifier) -> Report:
+    """Feed `batches` (partition by partition, see `Batch`) to `verifier`, a batch a call.
+
+    Stops reading once the verifier has its answer.
+    """
+    for partition, offsets, values, hashed in batches:
+        verifier.feed_batch(partition, offsets, values, hashed)
         if verifier.done:
             break
     return verifier.finish()
@@ -136,4 +164,4 @@ def verify_records(records: Iterator[Record], verifier: Verifier) -> Report:
 def verify_topic(bootstrap: str, topic: str, verifier: Verifier,
                  security: KafkaSecurity = PLAINTEXT) -> Report:  # fmt: skip
     """Verify the events topic on a cluster (see `Verifier`)."""
-    return verify_records(TopicLog(bootstrap, topic, security).hashed_records(), verifier)
+    return verify_batches(TopicLog(bootstrap, topic, security).batches(), verifier)

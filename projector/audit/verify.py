@@ -19,6 +19,7 @@ turn), moved down = `deleted`, not moved = `modified`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -121,9 +122,34 @@ class Verifier:
         """
         if self.report.fault is not None:
             return
-        self.report.records += 1
-        if not self._fold and self._gap is None and self._quick(partition, offset, data, hashed):
+        if not self._fold and self._gap is None and self._quick(
+            partition, (offset,), (data,), b"\x01" if hashed else b"\x00", 0
+        ) == 1:  # fmt: skip
             return
+        self._one(partition, offset, data)
+
+    def feed_batch(self, partition: int, offsets: Sequence[int], values: Sequence[bytes],
+                   hashed: bytes) -> None:  # fmt: skip
+        """`feed` for consecutive records of `partition`, in one call (a reader's batch).
+
+        Args:
+            partition: Their partition.
+            offsets: Their offsets.
+            values: Their bytes.
+            hashed: Per record, 1: the reader found `fast.matches` true; else 0.
+        """
+        index, count = 0, len(values)
+        while index < count and self.report.fault is None:
+            if not self._fold and self._gap is None:
+                index = self._quick(partition, offsets, values, hashed, index)
+                if index == count:
+                    return
+            self._one(partition, offsets[index], values[index])
+            index += 1
+
+    def _one(self, partition: int, offset: int, data: bytes) -> None:
+        """Check a record step by step (`feed`'s exact path, which names a fault)."""
+        self.report.records += 1
         try:
             raw = parse(data)
         except NotAnEvent as exc:
@@ -147,40 +173,49 @@ class Verifier:
         self._check(state, seen)
         state.partition, state.next_offset = partition, offset + 1
 
-    def _quick(self, partition: int, offset: int, data: bytes, hashed: bool) -> bool:
-        """The common case, checked from `fast.checked`: an event (no election, no
-        checkpoint) that passes every check. False: `feed` reads it again with `parse`
-        and runs the checks one by one, which name the fault if there is one."""
-        read = checked(data, hashed)
-        if read is None:
-            return False
-        catalog, rv, epoch, tables, intent, prev, recorded = read
-        state = self._by_name.get(catalog)
-        if state is None:  # a catalog not verified is skipped; a new one starts in `feed`
-            return catalog in self._others and intent not in _CONTROL
-        summary, versions = state.summary, state.versions
-        kept = self._kept
-        if (
-            rv != summary.resource_version + 1 or epoch != summary.leader_epoch
-            or prev != state.last_hash or intent in _CONTROL
-            or (kept is not None and kept.resource_version == rv
-                and kept.catalog == summary.catalog)
-        ):  # fmt: skip
-            return False
-        for table_id, version in tables:
-            if version != versions.get(table_id, 0) + 1:
-                return False
-        if len(tables) > 1 and len({t for t, _ in tables}) < len(tables):
-            return False  # a table named twice: the checks one by one say which version is wrong
-        for table_id, version in tables:
-            versions[table_id] = version
-        summary.events += 1
-        summary.resource_version = rv
-        state.last_hash = recorded
-        if len(state.window) <= SEARCH_LIMIT:
-            state.window.append((partition, offset, data))
-        state.partition, state.next_offset = partition, offset + 1
-        return True
+    def _quick(self, partition: int, offsets: Sequence[int], values: Sequence[bytes],
+               hashed: bytes, index: int) -> int:  # fmt: skip
+        """The common case, checked from `fast.checked`: take records from `index` on while
+        each is an event (no election, no checkpoint) that passes every check; the index of
+        the first not taken. `feed` reads that one again with `parse` and runs the checks one
+        by one, which name the fault if there is one. One loop over a batch: a call per
+        record would cost a fifth of the pass."""
+        report, kept, by_name, others = self.report, self._kept, self._by_name, self._others
+        for index in range(index, len(values)):  # noqa: B020  # returns the index it stops at
+            data = values[index]
+            read = checked(data, hashed[index] == 1)
+            if read is None:
+                return index
+            catalog, rv, epoch, tables, intent, prev, recorded = read
+            state = by_name.get(catalog)
+            if state is None:  # a catalog not verified is skipped; a new one starts in `feed`
+                if catalog in others and intent not in _CONTROL:
+                    report.records += 1
+                    continue
+                return index
+            summary, versions = state.summary, state.versions
+            if (
+                rv != summary.resource_version + 1 or epoch != summary.leader_epoch
+                or prev != state.last_hash or intent in _CONTROL
+                or (kept is not None and kept.resource_version == rv
+                    and kept.catalog == summary.catalog)
+            ):  # fmt: skip
+                return index
+            for table_id, version in tables:
+                if version != versions.get(table_id, 0) + 1:
+                    return index
+            if len(tables) > 1 and len({t for t, _ in tables}) < len(tables):
+                return index  # a table named twice: the checks one by one say which is wrong
+            for table_id, version in tables:
+                versions[table_id] = version
+            report.records += 1
+            summary.events += 1
+            summary.resource_version = rv
+            state.last_hash = recorded
+            if len(state.window) <= SEARCH_LIMIT:
+                state.window.append((partition, offsets[index], data))
+            state.partition, state.next_offset = partition, offsets[index] + 1
+        return len(values)
 
     def finish(self) -> Report:
         """The outcome once every record was fed."""

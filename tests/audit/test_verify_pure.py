@@ -4,10 +4,13 @@ from collections.abc import Sequence
 
 import pytest
 
+from events.chain import seal_record
 from events.changes import KeyAtVersion
 from events.checkpoint import Checkpoint, Signer, from_event
 from events.intents import CheckpointSigned, LeaderElected, TableAltered
+from projector.audit.fast import matches
 from projector.audit.faults import Fault, Report
+from projector.audit.read import verify_records
 from projector.audit.verify import Verifier
 from tests.audit.tamper import KEY, OTHER_KEY, events, forged_reload, rechain, signed_log
 
@@ -176,3 +179,36 @@ def test_an_event_inserted_anywhere_under_a_recomputed_chain_is_found(at: int) -
         return
     found = fault(forged)
     assert (found.kind, found.offset) == ("inserted", at)
+
+
+def _tampered() -> list[list[bytes]]:
+    """LOG and, at every record, each tampering above that the integrity checks name."""
+    log, decoded = LOG, events(LOG)
+    out = [list(LOG)]
+    for at in range(len(log) - 1):
+        altered = bytearray(log[at])
+        altered[len(altered) // 2] ^= 0x10
+        out.append([*log[:at], bytes(altered), *log[at + 1 :]])
+        out.append([*log[:at], *log[at + 1 :]])
+        out.append([*log[:at], log[at + 1], log[at], *log[at + 2 :]])
+        if at:
+            out.append(rechain([*decoded[:at], forged_reload(decoded[at - 1]), *decoded[at:]]))
+        unchained = seal_record(decoded[at].model_copy(update={"prev_hash": bytes(32)})).record
+        out.append([*log[:at], unchained, *log[at + 1 :]])
+        if decoded[at].tables:  # a table version skipped, the chain recomputed over it
+            table = decoded[at].tables[0]
+            skipped = (table.model_copy(update={"version": table.version + 1}),
+                       *decoded[at].tables[1:])  # fmt: skip
+            changed = decoded[at].model_copy(update={"tables": skipped})
+            out.append(rechain([*decoded[:at], changed, *decoded[at + 1 :]]))
+    return out
+
+
+@pytest.mark.parametrize("log", _tampered())
+def test_the_fast_path_over_batches_names_what_the_checks_one_by_one_name(log: list[bytes]) -> None:
+    exact = verify(log)  # one record a call, every check step by step and the fold
+    fast = Verifier(public_key=KEY.public_key(), fold=False)
+    records = ((0, offset, record, matches(record)) for offset, record in enumerate(log))
+    report = verify_records(records, fast, batch=4)  # faults at every place in a batch
+    assert report.fault == exact.fault
+    assert report.fault is not None or report.records == exact.records == len(log)
