@@ -20,11 +20,11 @@ rule), so the newest row of a key is its highest (resource_version, pos).
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from streaming.decode import mutations as decoded_mutations
+from streaming.decode import mutations_column
 from streaming.fold import FOLD_OUTPUT
 from streaming.layout import (
     CHANGES,
@@ -47,46 +47,70 @@ COMPACTION_SCHEMA = StructType([
 """`compaction`: one row per compaction, the last `changes` batch and version it folded in."""
 
 
-def _state_struct() -> F.Column:
-    return F.struct(*[F.col(name) for name in STATE_COLUMNS])
+class ChangeRows:
+    """The `changes` rows of folded batches: released changes decoded, moved catalogs.
+
+    The column expressions (every writer schema's decoder, the per-kind
+    structs: thousands of calls into the JVM, ≈ 1 s on a loaded core) are
+    built once, here; each batch only applies them to its rows. Build one per
+    Spark session (the expressions live in its JVM).
+    """
+
+    def __init__(self) -> None:
+        self._released = F.col("row_type") == "change"
+        self._mutations = mutations_column()
+        self._exploded = F.posexplode("mutations").alias("pos", "m")
+        self._mutation: list[Column | str] = [
+            "catalog", F.col("m.key").alias("key"), F.col("m.op").alias("op"),
+            F.col("m.value").alias("value"), "schema_epoch", "resource_version",
+            F.col("pos").cast("long").alias("pos"), "batch_id"]
+        put = F.col("op") == "PUT"
+        self._structs = [F.when(put & table_filter(name), F.struct(*VALUE_COLUMNS[name]()))
+                         .alias(name) for name in CURRENT_TABLES]
+        self._kind = kind_of().alias("kind")
+        self._no_state = F.lit(None).cast(_STATE_TYPE).alias(STATE_TABLE)
+        self._moved = F.col("row_type") == "state"
+        self._state: list[Column | str] = [
+            "catalog", F.lit("").alias("key"), F.lit(STATE_TABLE).alias("kind"),
+            F.lit("PUT").alias("op"), F.col("stable_epoch").alias("schema_epoch"),
+            "resource_version", F.lit(0).cast("long").alias("pos"), "batch_id"]
+        self._state_struct = F.struct(*[F.col(name) for name in STATE_COLUMNS]).alias(STATE_TABLE)
+        self._no_kinds: list[Column] | None = None  # typed like the structs: needs a plan
+
+    def __call__(self, folded: DataFrame) -> DataFrame:
+        """`changes` rows of a folded batch.
+
+        Args:
+            folded: `streaming.fold.FOLD_OUTPUT` rows of one micro-batch plus its
+                `batch_id` column. The id comes as a column, not a literal here:
+                Spark compiles a literal into the generated code, and this plan's
+                code (every writer schema's decoder, the per-kind structs) would
+                then be compiled again for every batch.
+        """
+        released = folded.where(self._released).select(
+            "catalog", "resource_version", "schema_epoch", "batch_id",
+            self._mutations.alias("mutations"))
+        mutations = released.select(
+            "catalog", "schema_epoch", "resource_version", "batch_id", self._exploded
+        ).select(*self._mutation)
+        changes = mutations.select(
+            "catalog", "key", self._kind, "op", "schema_epoch", "resource_version",
+            "pos", "batch_id", *self._structs, self._no_state)
+        if self._no_kinds is None:
+            self._no_kinds = [F.lit(None).cast(changes.schema[name].dataType).alias(name)
+                              for name in CURRENT_TABLES]
+        states = folded.where(self._moved).select(
+            *self._state, *self._no_kinds, self._state_struct)
+        return changes.unionByName(states)
+
+
+_STATE_TYPE = StructType([StructField(n, LongType() if n != "publish_mode" else StringType())
+                          for n in STATE_COLUMNS])
 
 
 def change_rows(folded: DataFrame) -> DataFrame:
-    """`changes` rows of a folded batch: its released changes decoded, its moved catalogs.
-
-    Args:
-        folded: `streaming.fold.FOLD_OUTPUT` rows of one micro-batch plus its
-            `batch_id` column. The id comes as a column, not a literal here:
-            Spark compiles a literal into the generated code, and this plan's
-            code (every writer schema's decoder, the per-kind structs) would
-            then be compiled again for every batch.
-    """
-    released = decoded_mutations(folded.where(F.col("row_type") == "change").select(
-        "catalog", "resource_version", "schema_epoch", "value", "batch_id"))
-    mutations = released.select(
-        "catalog", "schema_epoch", "resource_version", "batch_id",
-        F.posexplode("mutations").alias("pos", "m")).select(
-        "catalog", F.col("m.key").alias("key"), F.col("m.op").alias("op"),
-        F.col("m.value").alias("value"), "schema_epoch", "resource_version",
-        F.col("pos").cast("long").alias("pos"), "batch_id")
-    put = F.col("op") == "PUT"
-    structs = [F.when(put & table_filter(name), F.struct(*VALUE_COLUMNS[name]())).alias(name)
-               for name in CURRENT_TABLES]
-    state_type = StructType([StructField(n, LongType() if n != "publish_mode" else StringType())
-                             for n in STATE_COLUMNS])
-    changes = mutations.select(
-        "catalog", "key", kind_of().alias("kind"), "op", "schema_epoch", "resource_version",
-        "pos", "batch_id", *structs,
-        F.lit(None).cast(state_type).alias(STATE_TABLE))
-    states = folded.where(F.col("row_type") == "state").select(
-        "catalog", F.lit("").alias("key"), F.lit(STATE_TABLE).alias("kind"),
-        F.lit("PUT").alias("op"), F.col("stable_epoch").alias("schema_epoch"),
-        "resource_version", F.lit(0).cast("long").alias("pos"),
-        "batch_id",
-        *[F.lit(None).cast(changes.schema[name].dataType).alias(name)
-          for name in CURRENT_TABLES],
-        _state_struct().alias(STATE_TABLE))
-    return changes.unionByName(states)
+    """`changes` rows of a folded batch (`ChangeRows`, built for this one call)."""
+    return ChangeRows()(folded)
 
 
 def log_rows(folded: DataFrame) -> DataFrame:

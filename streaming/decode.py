@@ -202,14 +202,13 @@ def decode(raw: DataFrame) -> DataFrame:
     return with_event.withColumn("reason", _reason(decoders))
 
 
-def mutations(raw: DataFrame) -> DataFrame:
-    """Rows that decoded before (the fold's released changes) with their `mutations` array.
+def mutations_column() -> Column:
+    """The `mutations` array of a record that decoded before (a fold's released change).
 
     Decodes the mutations alone (`mutations_reader_schema`), and no `reason`:
     a released change's record decoded once already, in `envelope`.
     """
-    return raw.withColumn(
-        "mutations", _decoded(spark_decoders("event"), mutations_reader_schema)["mutations"])
+    return _decoded(spark_decoders("event"), mutations_reader_schema)["mutations"]
 
 
 def envelope(raw: DataFrame) -> DataFrame:

@@ -31,7 +31,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from streaming import sink
-from streaming.changes import ROW_COLUMNS, change_rows, log_rows, quarantine_rows, table_schemas
+from streaming.changes import ROW_COLUMNS, ChangeRows, log_rows, quarantine_rows, table_schemas
 from streaming.decode import envelope, split
 from streaming.errors import OldCheckpoint, ProjectionError
 from streaming.fold import FOLD_OUTPUT, QUARANTINE, CatalogFold
@@ -45,6 +45,8 @@ LOG = logging.getLogger(__name__)
 
 STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
 SESSION_CONF = {
     # The fold's state lives in RocksDB (the default HDFS-backed store keeps it on the heap).
     "spark.sql.streaming.stateStore.providerClass": STATE_STORE,
@@ -53,6 +55,11 @@ SESSION_CONF = {
     "spark.databricks.delta.snapshotPartitions": "2",
     # The optional `.crc` file per commit costs a snapshot computation per write.
     "spark.databricks.delta.writeChecksumFile.enabled": "false",
+    # A state store commit writes a changelog of the batch's updates instead
+    # of a RocksDB checkpoint of every partition (snapshots follow in the
+    # background): 0.1 to 0.15 s less per batch. RocksDB reads both forms,
+    # so a checkpoint made without it keeps its state.
+    CHANGELOG: "true",
     # No batch without new records: the fold has no timers and no watermark
     # that would need one.
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
@@ -133,6 +140,9 @@ class BatchWriter:
         # The last batch this writer appended in full: the next one cannot be
         # a replay, so it skips the look at the tables' history.
         self._finished: int | None = None
+        # Built once: the `changes` plan's expressions cost ≈ 1 s of calls into
+        # the JVM per batch when built anew (`ChangeRows`).
+        self._change_rows = ChangeRows()
 
     def query_id(self, spark: SparkSession) -> str:
         """The query id stored in the checkpoint (new checkpoint, new id)."""
@@ -157,7 +167,7 @@ class BatchWriter:
         folded_at = time.monotonic()
         writes: dict[str, Callable[[], None]] = {}
         if counts.get("change") or counts.get("state"):
-            writes[CHANGES] = lambda: sink.append(change_rows(folded),
+            writes[CHANGES] = lambda: sink.append(self._change_rows(folded),
                                                   self.config.path(CHANGES))
         if counts.get("log"):
             writes["metadata_log"] = lambda: sink.append(log_rows(folded),

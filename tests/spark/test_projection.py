@@ -13,7 +13,7 @@ from events.schema_store import MAGIC
 from projector.fold.apply import replay
 from projector.fold.image import Image
 from streaming.compact import compact
-from streaming.projection import ProjectionConfig, run_once
+from streaming.projection import CHANGELOG, SESSION_CONF, ProjectionConfig, run_once
 from streaming.read import read_rows
 from tests.fixtures.kafka import TopicSet
 from tests.spark.expect import assert_projection_equals, current_rows, delta_values
@@ -127,3 +127,28 @@ def test_pending_changes_wait_for_publication_and_gaps_hold_the_rest(
     assert_projection_equals(config.delta_dir, images)
     compact(spark, config.delta_dir)
     assert_projection_equals(config.delta_dir, images, read_rows)
+
+
+def test_a_checkpoint_made_without_changelog_checkpointing_keeps_its_state(
+        spark: SparkSession, topics: Callable[..., TopicSet], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    made = topics(partitions=PARTITIONS)
+    work = Workload(["alpha", "beta"], seed=5)
+    work.run(40)
+    first = encoded(work.events())
+    produce(made.bootstrap, made.events, first, PARTITIONS)
+    config = _config(made, tmp_path)
+    state = tmp_path / "cp" / "state"
+    with monkeypatch.context() as patch:  # the state store as an older metalog wrote it
+        patch.setitem(SESSION_CONF, CHANGELOG, "false")
+        run_once(spark, config)
+    assert not list(state.rglob("*.changelog"))
+
+    work.run(20)  # every new event follows one the first run folded
+    more = encoded(e for c in work.catalogs.values() for e in c.events
+                   if e.resource_version > _projected_rv(config.delta_dir, c.image.catalog))
+    produce(made.bootstrap, made.events, more, PARTITIONS)
+    run_once(spark, config)
+
+    assert list(state.rglob("*.changelog"))
+    assert_projection_equals(config.delta_dir, [c.image for c in work.catalogs.values()])
