@@ -72,6 +72,7 @@ class RawCommitter:
                 "transactional.id": f"bench-raw-{uuid.uuid4()}",
                 "transaction.timeout.ms": 10_000,
                 **TRANSACTIONAL_SETTINGS,
+                **CLIENT_LOGGING,
             }
         )
         self._producer.init_transactions(30.0)
