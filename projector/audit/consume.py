@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pickle
 import sys
+import time
 from array import array
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -22,41 +23,46 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from projector.audit.fast import matches
-from projector.kafka.clients import new_consumer
+from projector.kafka.clients import SETTLE, new_consumer
 from projector.kafka.security import KafkaSecurity
 
 BATCH = 10_000
 """Records taken per `consume` call."""
 
 Span = tuple[int, int, int]
-"""A partition to read: (partition, low watermark, high watermark)."""
+"""A partition to read: (partition, low watermark, end) (see `clients.decided_ends`)."""
 
 
 def batches(consumer: Consumer, topic: str, spans: list[Span],
             ends: dict[int, int]) -> Iterator[tuple[int, list[tuple[int, bytes]]]]:  # fmt: skip
     """Each partition's committed records, a batch at a time: (partition, [(offset, value)]).
 
+    A partition is read to its end in `spans`, waiting up to `SETTLE` seconds for
+    the transactions below it to be decided (`clients.decided_ends`).
+
     Sets `ends[partition]` to the offset of each partition's EOF.
 
     Raises:
         KafkaException: The cluster failed a fetch.
     """
-    for partition, low, _ in spans:
+    for partition, low, end in spans:
         consumer.assign([KafkaPartition(topic, partition, low)])
-        done = False
-        while not done:
+        eof: int | None = None  # where the committed records ended, when last asked
+        settled = 0.0  # the wait for undecided transactions ends, from the first EOF on
+        while eof is None or (eof < end and time.monotonic() < settled):
             batch = []
             for message in consumer.consume(BATCH, timeout=1.0):
                 error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        ends[partition] = message.offset() or 0
-                        done = True
-                        break
+                if error is None:
+                    batch.append((message.offset() or 0, message.value() or b""))
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    settled = settled or time.monotonic() + SETTLE
+                    eof = message.offset() or 0
+                else:
                     raise KafkaException(error)
-                batch.append((message.offset() or 0, message.value() or b""))
             if batch:
                 yield partition, batch
+        ends[partition] = eof
         consumer.unassign()
 
 

@@ -202,8 +202,11 @@ def _decoded(records: Sequence[bytes], indices: Sequence[int]) -> Iterator[tuple
 
 
 def _writers(
-    records: Sequence[bytes], envelopes: list[bytes], own: dict[int, Event],
-    own_ids: set[int], last: int,
+    records: Sequence[bytes],
+    envelopes: list[bytes],
+    own: dict[int, Event],
+    own_ids: set[int],
+    last: int,
 ) -> set[int]:
     """The records before `last` that write a key the table's events write or read.
 

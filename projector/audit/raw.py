@@ -290,8 +290,11 @@ def skim(data: bytes) -> tuple[tuple[int, int], str, int]:
             if not count:
                 break
             count >>= 1
-            skip = _VARINTS[2 * count] if count <= 4 else re.compile(
-                rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % (2 * count), re.DOTALL)
+            skip = (
+                _VARINTS[2 * count]
+                if count <= 4
+                else re.compile(rb"(?:[\x80-\xff]*[\x00-\x7f]){%d}" % (2 * count), re.DOTALL)
+            )
             at = skip.match(data, at).end()  # type: ignore[union-attr]
         index = data[at]
     except (IndexError, AttributeError) as exc:

@@ -2,7 +2,8 @@
 
 The follower's consumer (`projector.kafka.clients.new_consumer`: read_committed,
 no commits, partition EOF events) with bulk fetch settings, assigned to one
-partition at a time from its low watermark to its committed end, in batches.
+partition at a time from its low watermark to its end (`clients.decided_ends`:
+what was committed before the read began), in batches.
 
 A big log is read in a child process: consuming a record costs about as much
 as checking it, so the child consumes and ships each batch as one block of
@@ -25,7 +26,7 @@ from projector.audit.consume import Span, batches
 from projector.audit.faults import Report
 from projector.audit.verify import Verifier
 from projector.kafka.child import start_child
-from projector.kafka.clients import new_consumer, partition_count, watermarks
+from projector.kafka.clients import decided_ends, new_consumer, partition_count, watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 Record = tuple[int, int, bytes, bool]
@@ -77,9 +78,10 @@ class TopicLog:
         consumer = new_consumer(self.bootstrap, self.security, bulk=True)
         try:
             count = partition_count(consumer, self.topic) or 0
+            ends = decided_ends(self.bootstrap, self.topic, range(count), self.security)
             spans = []
-            for partition in range(count):
-                low, high = watermarks(consumer, KafkaPartition(self.topic, partition))
+            for partition, high in ends.items():
+                low = watermarks(consumer, KafkaPartition(self.topic, partition))[0]
                 self.ends[partition] = high
                 if high > low:
                     spans.append((partition, low, high))

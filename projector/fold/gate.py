@@ -79,16 +79,20 @@ class Envelope:
         """The envelope of a decoded event (the Spark job builds it from columns instead)."""
         intent = event.intent
         return cls(
-            resource_version=event.resource_version, leader_epoch=event.leader_epoch,
-            logged_schema_epoch=event.schema_epoch, intent=intent.type,
+            resource_version=event.resource_version,
+            leader_epoch=event.leader_epoch,
+            logged_schema_epoch=event.schema_epoch,
+            intent=intent.type,
             table_ids=tuple(t.table_id for t in event.tables),
             keys=tuple(m.key for m in event.mutations),
             assign_epoch=intent.epoch if isinstance(intent, EpochAssigned) else None,
-            assign_resource_versions=(tuple(intent.resource_versions)
-                                      if isinstance(intent, EpochAssigned) else ()),
+            assign_resource_versions=(
+                tuple(intent.resource_versions) if isinstance(intent, EpochAssigned) else ()
+            ),
             stable_epoch_to=intent.epoch if isinstance(intent, StableEpochAdvanced) else None,
             publish_mode=intent.mode if isinstance(intent, PublishModeSet) else None,
-            payload=payload)
+            payload=payload,
+        )
 
 
 @dataclass(slots=True)
@@ -149,8 +153,10 @@ class Gate:
             self.state.leader_epoch = max(self.state.leader_epoch, event.leader_epoch)
             rule = RULES.get(event.intent)
             if rule is None:
-                raise Divergence(event.resource_version,
-                                 f"intent {event.intent} has no rule: upgrade the projection")
+                raise Divergence(
+                    event.resource_version,
+                    f"intent {event.intent} has no rule: upgrade the projection",
+                )
             event.sequenced = True
             self.changed.add(event.resource_version)
             released.extend(rule(self, event))
@@ -160,8 +166,9 @@ class Gate:
 
     def pending(self) -> list[Envelope]:
         """The sequenced changes not yet released, in resource_version order."""
-        return sorted((e for e in self.waiting.values() if e.sequenced),
-                      key=lambda e: e.resource_version)
+        return sorted(
+            (e for e in self.waiting.values() if e.sequenced), key=lambda e: e.resource_version
+        )
 
     def _drop(self, event: Envelope) -> Envelope:
         del self.waiting[event.resource_version]
@@ -187,8 +194,10 @@ def _nothing(gate: Gate, event: Envelope) -> list[Envelope]:
 
 def _publish_mode_set(gate: Gate, event: Envelope) -> list[Envelope]:
     if event.publish_mode == "auto" and gate.pending():
-        raise Divergence(event.resource_version,
-                         f"switches to auto mode with {len(gate.pending())} changes pending")
+        raise Divergence(
+            event.resource_version,
+            f"switches to auto mode with {len(gate.pending())} changes pending",
+        )
     gate.state.publish_mode = event.publish_mode or "auto"
     return []
 
@@ -204,15 +213,19 @@ def _epoch_assigned(gate: Gate, event: Envelope) -> list[Envelope]:
             if earlier.resource_version >= change.resource_version:
                 break
             shared = _shared(earlier, change)
-            if shared and earlier.resource_version not in listed and not (
-                    0 < earlier.schema_epoch <= epoch):
+            if (
+                shared
+                and earlier.resource_version not in listed
+                and not (0 < earlier.schema_epoch <= epoch)
+            ):
                 raise EpochOutOfOrder(
                     event.resource_version,
                     f"gives epoch {epoch} to the change at resource_version "
                     f"{change.resource_version} while the earlier change at "
                     f"{earlier.resource_version} (same {shared}) has "
                     + (f"epoch {earlier.schema_epoch}" if earlier.schema_epoch else "no epoch")
-                    + ": followers would see them out of order")
+                    + ": followers would see them out of order",
+                )
         change.schema_epoch = epoch
         gate.changed.add(change.resource_version)
     return []
@@ -232,15 +245,18 @@ def _shared(earlier: Envelope, change: Envelope) -> str | None:
 def _stable_epoch_advanced(gate: Gate, event: Envelope) -> list[Envelope]:
     epoch = event.stable_epoch_to or 0
     gate.state.stable_epoch = max(gate.state.stable_epoch, epoch)
-    ready = sorted((c for c in gate.pending() if 0 < c.schema_epoch <= epoch),
-                   key=lambda c: (c.schema_epoch, c.resource_version))
+    ready = sorted(
+        (c for c in gate.pending() if 0 < c.schema_epoch <= epoch),
+        key=lambda c: (c.schema_epoch, c.resource_version),
+    )
     return gate._release(ready)
 
 
 Rule = Callable[[Gate, Envelope], list[Envelope]]
 
 CHANGE_NAMES: frozenset[str] = frozenset(
-    str(kind.model_fields["type"].default) for kind in CHANGE_INTENTS)
+    str(kind.model_fields["type"].default) for kind in CHANGE_INTENTS
+)
 """The record names of the change intents (they carry mutations)."""
 
 RULES: dict[str, Rule] = {

@@ -73,9 +73,7 @@ class LayeredValues(Mapping[str, Packed]):
 
     __slots__ = ("_size", "changes", "cold")
 
-    def __init__(
-        self, cold: Cold | None = None, changes: Map[str, Change] | None = None
-    ) -> None:
+    def __init__(self, cold: Cold | None = None, changes: Map[str, Change] | None = None) -> None:
         self.cold = cold
         self.changes: Map[str, Change] = Map() if changes is None else changes
         self._size: int | None = None

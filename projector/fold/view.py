@@ -70,9 +70,7 @@ class View:
     rules: Map[str, LabelRuleValue] = field(default_factory=Map)
 
     @classmethod
-    def from_cold(
-        cls, catalog: str, cold: Cold, rules: Iterable[tuple[str, Packed]]
-    ) -> "View":
+    def from_cold(cls, catalog: str, cold: Cold, rules: Iterable[tuple[str, Packed]]) -> "View":
         """A view over a loaded snapshot's values, with the indexes `mutated` keeps.
 
         Args:

@@ -341,8 +341,9 @@ class Follower:
     def _run(self) -> None:
         tail: Tail | None = None
         try:
-            tail = self._tail = Tail(self.bootstrap, self.topics, self._feeds, self._starts,
-                                          self.security)
+            tail = self._tail = Tail(
+                self.bootstrap, self.topics, self._feeds, self._starts, self.security
+            )
             if not tail.connect(self._stop.is_set):
                 return
             with self._changed:

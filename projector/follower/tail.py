@@ -107,8 +107,9 @@ class Tail:
 
         A consumer of its own: the tail's consumer blocks other threads while it polls.
         """
-        return high_watermarks(self._bootstrap, self.topics.events, tuple(self.next),
-                               self._security)
+        return high_watermarks(
+            self._bootstrap, self.topics.events, tuple(self.next), self._security
+        )
 
     def close(self) -> None:
         """Close the consumer and the DLQ producer."""

@@ -60,31 +60,36 @@ default's rate on a 1M-record log."""
 
 
 def new_consumer(
-    bootstrap: str, security: KafkaSecurity = PLAINTEXT, bulk: bool = False
-) -> Consumer:
+    bootstrap: str, security: KafkaSecurity = PLAINTEXT, bulk: bool = False,
+    committed: bool = True,
+) -> Consumer:  # fmt: skip
     """A consumer that reads committed records only and never commits offsets (it assigns).
 
     Args:
         bootstrap: `host:port` of the cluster.
         security: How it signs in.
         bulk: Read with `BULK_READ` (a whole log, not the tail).
+        committed: False: read (and see the high watermarks of) undecided
+            transactions' records too; only `decided_ends` does.
     """
-    return Consumer(secured(
-        {
-            "bootstrap.servers": bootstrap,
-            **CLIENT_LOGGING,
-            "group.id": f"metalog-follower-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-            "fetch.wait.max.ms": 50,
-            # EOF events tell the follower where a partition's committed end is.
-            "enable.partition.eof": True,
-            **(BULK_READ if bulk else {}),
-        },
-        security,
-    ))
+    return Consumer(
+        secured(
+            {
+                "bootstrap.servers": bootstrap,
+                **CLIENT_LOGGING,
+                "group.id": f"metalog-follower-{uuid.uuid4()}",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "isolation.level": "read_committed" if committed else "read_uncommitted",
+                "auto.offset.reset": "earliest",
+                "fetch.wait.max.ms": 50,
+                # EOF events tell the follower where a partition's committed end is.
+                "enable.partition.eof": True,
+                **(BULK_READ if bulk else {}),
+            },
+            security,
+        )
+    )
 
 
 def next_batch(consumer: Consumer, size: int, wait: float) -> list[Message]:
@@ -99,10 +104,36 @@ def next_batch(consumer: Consumer, size: int, wait: float) -> list[Message]:
     return [first, *consumer.consume(size - 1, timeout=0)]
 
 
-def high_watermarks(bootstrap: str, topic: str, partitions: tuple[int, ...],
-                    security: KafkaSecurity = PLAINTEXT) -> dict[int, int]:
+def high_watermarks(
+    bootstrap: str, topic: str, partitions: tuple[int, ...], security: KafkaSecurity = PLAINTEXT
+) -> dict[int, int]:
     """The high watermark of each partition, from a short-lived consumer."""
     consumer = new_consumer(bootstrap, security)
+    try:
+        return {p: watermarks(consumer, KafkaPartition(topic, p))[1] for p in partitions}
+    finally:
+        consumer.close()
+
+
+SETTLE = 10.0
+"""Seconds a whole-log read waits for the transactions below its `decided_ends` to be decided."""
+
+
+def decided_ends(bootstrap: str, topic: str, partitions: range,
+                 security: KafkaSecurity = PLAINTEXT) -> dict[int, int]:  # fmt: skip
+    """Each partition's high watermark, undecided transactions' records included: the end
+    a read_committed read of the whole log reaches once every transaction written so far
+    is decided.
+
+    A read_committed consumer's own watermark (and its end of partition) is the last
+    stable offset: a transaction's commit returns before the broker writes its markers,
+    so right after a commit that end can still lie before the committed records. A read
+    that must see everything committed before it started reads to these ends, waiting up
+    to `SETTLE` seconds for them (a producer that died mid-transaction holds its
+    transaction open until the broker aborts it; the read then ends where the committed
+    records end).
+    """
+    consumer = new_consumer(bootstrap, security, committed=False)
     try:
         return {p: watermarks(consumer, KafkaPartition(topic, p))[1] for p in partitions}
     finally:
@@ -210,8 +241,9 @@ def dead_letter_record(
 class DeadLetters:
     """A lazily created idempotent producer to the DLQ topic."""
 
-    def __init__(self, bootstrap: str, topic: str, source_topic: str,
-                 security: KafkaSecurity = PLAINTEXT) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, source_topic: str, security: KafkaSecurity = PLAINTEXT
+    ) -> None:
         self.bootstrap = bootstrap
         self.security = security
         self.topic = topic

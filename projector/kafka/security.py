@@ -76,8 +76,7 @@ class KafkaSecurity:
         if self.mechanism:
             options["kafka.sasl.mechanism"] = self.mechanism
         if self.username is not None:
-            module = _JAAS_MODULES.get((self.mechanism or "").split("-")[0],
-                                       _JAAS_MODULES["PLAIN"])
+            module = _JAAS_MODULES.get((self.mechanism or "").split("-")[0], _JAAS_MODULES["PLAIN"])
             options["kafka.sasl.jaas.config"] = (
                 f'{module} required username="{_jaas_quote(self.username)}" '
                 f'password="{_jaas_quote(self.password or "")}";'
@@ -141,16 +140,21 @@ def load_credentials(path: str | Path, role: str) -> KafkaSecurity:
         raise CredentialsError(
             f"the credentials file {where} does not exist: pass the file `metalog up --secure` "
             f"wrote (its state directory's credentials.json) with --credentials or "
-            f"{CREDENTIALS_ENV}") from None
+            f"{CREDENTIALS_ENV}"
+        ) from None
     except (OSError, ValueError) as exc:
-        raise CredentialsError(f"cannot read the credentials file {where} ({exc}): it must be "
-                               "a JSON file readable by you") from None
+        raise CredentialsError(
+            f"cannot read the credentials file {where} ({exc}): it must be "
+            "a JSON file readable by you"
+        ) from None
     if not isinstance(data, dict):
         raise CredentialsError(f"the credentials file {where} is not a JSON object")
     principal = data.get("principals", {}).get(role) if "principals" in data else data
     if not isinstance(principal, dict) or "username" not in principal:
-        raise CredentialsError(f"the credentials file {where} names no principal for the "
-                               f"{role} role: add one under \"principals\"")
+        raise CredentialsError(
+            f"the credentials file {where} names no principal for the "
+            f'{role} role: add one under "principals"'
+        )
     return KafkaSecurity(
         protocol=str(data.get("security_protocol", "SASL_SSL")),
         mechanism=str(data.get("sasl_mechanism", "SCRAM-SHA-512")),
@@ -186,8 +190,9 @@ _UNANSWERED = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
 """How a request ends that could not be sent because the sign-in was refused."""
 
 
-def access_error(error: KafkaError | None, security: KafkaSecurity,
-                 operation: str) -> AccessDenied | None:
+def access_error(
+    error: KafkaError | None, security: KafkaSecurity, operation: str
+) -> AccessDenied | None:
     """The `AccessDenied` that `error` stands for, or None if it is no refusal.
 
     Args:
@@ -199,12 +204,20 @@ def access_error(error: KafkaError | None, security: KafkaSecurity,
         return None
     code = error.code()
     if code in _DENIED:
-        return AccessDenied(_DENIED[code], security.principal, operation,
-                            "an admin must grant it (docs/security.md lists the ACLs)")
+        return AccessDenied(
+            _DENIED[code],
+            security.principal,
+            operation,
+            "an admin must grant it (docs/security.md lists the ACLs)",
+        )
     refused = error.str() if code in _SIGN_IN_FAILED else None
     if refused is None and code in _UNANSWERED:
         refused = _REFUSED_SIGN_INS.get(security)
     if refused is not None:
-        return AccessDenied("AuthenticationFailed", security.principal, f"sign in to {operation}",
-                            f"check the user name, password and CA file ({refused})")
+        return AccessDenied(
+            "AuthenticationFailed",
+            security.principal,
+            f"sign in to {operation}",
+            f"check the user name, password and CA file ({refused})",
+        )
     return None

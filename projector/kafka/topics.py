@@ -32,8 +32,12 @@ TOPIC_RETENTION_MS: dict[str, int] = {
 def metalog_topic_configs(prefix: str) -> dict[str, dict[str, str]]:
     """The four metalog topics (names from ``events.topics``) with their configs."""
     topics = Topics(prefix)
-    names = {"commands": topics.commands, "events": topics.events,
-             "replies": topics.replies, "dlq": topics.dlq}
+    names = {
+        "commands": topics.commands,
+        "events": topics.events,
+        "replies": topics.replies,
+        "dlq": topics.dlq,
+    }
     return {
         names[role]: {"retention.ms": str(ms), "cleanup.policy": "delete"}
         for role, ms in TOPIC_RETENTION_MS.items()
@@ -79,8 +83,15 @@ def create_topics(
         AccessDenied: ``security``'s principal may not create topics.
     """
     configs = configs or {}
-    new = [NewTopic(name, num_partitions=partitions, replication_factor=-1,
-                    config=dict(configs.get(name, {}))) for name in names]
+    new = [
+        NewTopic(
+            name,
+            num_partitions=partitions,
+            replication_factor=-1,
+            config=dict(configs.get(name, {})),
+        )
+        for name in names
+    ]
     if not new:
         return []
     created: list[str] = []
@@ -102,25 +113,37 @@ def _wait_visible(admin: AdminClient, bootstrap: str, names: list[str], timeout_
     deadline = time.monotonic() + timeout_s
     while True:
         topics = admin.list_topics(timeout=timeout_s).topics
-        missing = [n for n in names if n not in topics or topics[n].error is not None
-                   or any(p.leader < 0 for p in topics[n].partitions.values())]
+        missing = [
+            n
+            for n in names
+            if n not in topics
+            or topics[n].error is not None
+            or any(p.leader < 0 for p in topics[n].partitions.values())
+        ]
         if not missing:
             return
         if time.monotonic() > deadline:
-            raise TopicError(f"topics {missing} were created on {bootstrap} but did not get a "
-                             f"leader within {timeout_s:.0f} s: check the broker log")
+            raise TopicError(
+                f"topics {missing} were created on {bootstrap} but did not get a "
+                f"leader within {timeout_s:.0f} s: check the broker log"
+            )
         time.sleep(0.1)
 
 
-def create_metalog_topics(bootstrap: str, prefix: str, partitions: int,
-                          security: KafkaSecurity = PLAINTEXT) -> list[str]:
+def create_metalog_topics(
+    bootstrap: str, prefix: str, partitions: int, security: KafkaSecurity = PLAINTEXT
+) -> list[str]:
     """Create the commands, events, replies and dlq topics of ``prefix``."""
     topics = metalog_topic_configs(prefix)
     return create_topics(bootstrap, topics, partitions, topics, security=security)
 
 
-def delete_topics(bootstrap: str, names: Iterable[str], timeout_s: float = 30.0,
-                  security: KafkaSecurity = PLAINTEXT) -> None:
+def delete_topics(
+    bootstrap: str,
+    names: Iterable[str],
+    timeout_s: float = 30.0,
+    security: KafkaSecurity = PLAINTEXT,
+) -> None:
     """Delete topics; topics that do not exist are ignored."""
     names = list(names)
     if not names:
@@ -136,8 +159,9 @@ def delete_topics(bootstrap: str, names: Iterable[str], timeout_s: float = 30.0,
                 raise TopicError(f"could not delete topic `{name}` on {bootstrap}: {exc}") from exc
 
 
-def list_topics(bootstrap: str, timeout_s: float = 10.0,
-                security: KafkaSecurity = PLAINTEXT) -> dict[str, int]:
+def list_topics(
+    bootstrap: str, timeout_s: float = 10.0, security: KafkaSecurity = PLAINTEXT
+) -> dict[str, int]:
     """The topics of the cluster (those `security`'s principal may see) with their partitions."""
     try:
         metadata = _admin(bootstrap, security).list_topics(timeout=timeout_s)
@@ -146,8 +170,9 @@ def list_topics(bootstrap: str, timeout_s: float = 10.0,
     return {name: len(t.partitions) for name, t in metadata.topics.items()}
 
 
-def describe_topic_config(bootstrap: str, name: str, timeout_s: float = 10.0,
-                          security: KafkaSecurity = PLAINTEXT) -> dict[str, str]:
+def describe_topic_config(
+    bootstrap: str, name: str, timeout_s: float = 10.0, security: KafkaSecurity = PLAINTEXT
+) -> dict[str, str]:
     """The effective configuration of one topic, as strings."""
     resource = ConfigResource(ResourceType.TOPIC, name)
     admin = _admin(bootstrap, security)

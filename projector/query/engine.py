@@ -154,8 +154,9 @@ class Engine:
         for part in info.partitions:
             if partition is not None and part.name != partition:
                 continue
-            labels = effective_labels(table_rule, self.source.rule(
-                rule_id(schema, table, part.name)))
+            labels = effective_labels(
+                table_rule, self.source.rule(rule_id(schema, table, part.name))
+            )
             if labels:
                 rows.append((rule_id(schema, table, part.name), labels,
                              partition_rule_ranges(part.partition_id)))  # fmt: skip

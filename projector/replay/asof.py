@@ -80,8 +80,9 @@ def open_at(
     """
     start = _starting_point(bootstrap, topics, catalog, point, snapshot_dir)
     image, position = start if start is not None else (Image.empty(catalog), None)
-    reader = LogReader(bootstrap, topics, catalog, 0 if position is None else position.next_offset,
-                       security)
+    reader = LogReader(
+        bootstrap, topics, catalog, 0 if position is None else position.next_offset, security
+    )
     seen = None if progress is None else (lambda event: progress(reader, event))
     events = reader.events()
     passed: list[Event] = []

@@ -10,6 +10,7 @@ follower dead-letters it) and is counted, not returned.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 
@@ -20,7 +21,14 @@ from events.codec import decode_event
 from events.errors import DecodeError
 from events.event import Event
 from events.topics import Topics, partition_for
-from projector.kafka.clients import new_consumer, next_batch, partition_count, watermarks
+from projector.kafka.clients import (
+    SETTLE,
+    decided_ends,
+    new_consumer,
+    next_batch,
+    partition_count,
+    watermarks,
+)
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 
@@ -82,19 +90,25 @@ class LogReader:
             assert count is not None  # `stopped` never turns true here
             self.partition = partition_for(self.catalog, count)
             tp = KafkaPartition(self.topics.events, self.partition)
-            low, self.end = watermarks(consumer, tp)
+            low = watermarks(consumer, tp)[0]
+            self.end = decided_ends(self.bootstrap, tp.topic, range(self.partition,
+                                    self.partition + 1), self.security)[self.partition]  # fmt: skip
             self.start = max(self.start, low)
             if self.start >= self.end:
                 return
             consumer.assign([KafkaPartition(self.topics.events, self.partition, self.start)])
             key = self.catalog.encode()
-            while self.offset + 1 < self.end:
+            settled = 0.0  # the wait for undecided transactions ends, from the first EOF on
+            while self.offset + 1 < self.end and not (settled and time.monotonic() > settled):
                 for message in next_batch(consumer, self._batch, 1.0):
                     error = message.error()
                     if error is not None:
-                        if error.code() == KafkaError._PARTITION_EOF:
-                            return  # everything committed is read (an open transaction waits)
-                        raise KafkaException(error)
+                        if error.code() != KafkaError._PARTITION_EOF:
+                            raise KafkaException(error)
+                        settled = settled or time.monotonic() + SETTLE
+                        if (message.offset() or 0) >= self.end:
+                            return  # everything committed before the read began is read
+                        continue
                     self.offset = message.offset() or 0
                     if message.key() == key:
                         yield message.value() or b""

@@ -9,11 +9,13 @@ fresh events topic past the leader (a copy of the log with one change), and
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
@@ -27,6 +29,7 @@ from producers.leader.leader import Leader
 from producers.leader.local import CheckpointSchedule
 from producers.leader.owner import LeaderOptions
 from projector.audit.read import TopicLog
+from projector.kafka.clients import CLIENT_LOGGING
 from tests.audit.tamper import KEY, OTHER_KEY, events, forged_reload, rechain
 from tests.domain.builders import COLUMNS
 from tests.fixtures.kafka import TopicSet
@@ -299,3 +302,20 @@ def test_a_log_read_through_the_child_process_is_the_log_read_here(
     stopped = child.records()
     assert next(stopped) == records[0]
     stopped.close()  # the reader's answer came early: the child is ended, nothing hangs
+
+
+def test_a_read_waits_for_a_transaction_decided_just_after_it_starts(
+    wire: TopicSet, signed: list[bytes]
+) -> None:
+    # Right after a commit returns, the broker may not have written its markers
+    # yet: a read_committed read that stopped at its first end saw none of it.
+    producer = Producer({"bootstrap.servers": wire.bootstrap, "transactional.id": wire.prefix,
+                         **CLIENT_LOGGING})  # fmt: skip
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for value in signed[:3]:
+        producer.produce(wire.events, key=CATALOG.encode(), value=value, partition=0)
+    producer.flush(30)
+    threading.Timer(1.0, producer.commit_transaction, (30,)).start()
+    read = [value for _, _, value in TopicLog(wire.bootstrap, wire.events).records()]
+    assert read == [*signed, *signed[:3]]

@@ -56,8 +56,16 @@ def test_verify_a_bundle_offline_gives_the_documented_shape(tmp_path: Path) -> N
     assert report["signatures_checked"] and report["public_key"] == "bundle"
     code, kept, _ = _document("audit", "checkpoint", "--bundle", str(bundle),
                               "--out", str(tmp_path / "kept.note"))  # fmt: skip
-    assert code == 0 and set(kept) == {"path", "catalog", "resource_version", "chain_hash",
-                                       "leader_epoch", "time", "key_id", "signature_checked"}
+    assert code == 0 and set(kept) == {
+        "path",
+        "catalog",
+        "resource_version",
+        "chain_hash",
+        "leader_epoch",
+        "time",
+        "key_id",
+        "signature_checked",
+    }
     note = parse_note((tmp_path / "kept.note").read_text())
     assert note.resource_version == kept["resource_version"] and note.verifies(KEY.public_key())
 
