@@ -26,6 +26,18 @@ KAFKA_LOG = logging.getLogger("metalog.kafka")
 """librdkafka's own log (connection failures, retries): metalog's clients hand it to Python
 logging instead of writing to stderr, so the application (and the CLI) decides what is shown."""
 
+
+class _RetryNotices(logging.Filter):
+    """Leaves out librdkafka's notices that it retries a transient refusal (a coordinator
+    still loading while its broker starts: "... Coordinator load in progress: retrying").
+    They are chatter, not faults: retries that run out reach the caller as an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().endswith(": retrying")
+
+
+KAFKA_LOG.addFilter(_RetryNotices())
+
 CLIENT_LOGGING: dict[str, Any] = {"logger": KAFKA_LOG, "log_level": 5}
 """What every metalog Kafka client (consumer, producer, admin) logs, and where: librdkafka's
 notices and worse, through `KAFKA_LOG`. Info lines are left out: one at close would still go
