@@ -33,14 +33,6 @@ from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, sec
 _REPLIES_PER_READ = 500
 """At most this many replies are taken from the topic per read."""
 
-COMPANY_LINGER_MS = 5
-"""How long a call sent while others are in flight waits for company in its produce request.
-
-Each request costs this client's librdkafka thread, the broker and the leader's fetch CPU
-whatever it carries: at 1,000 commands/s open loop 2 ms put ~2 commands in a request, 5 ms
-~5. Calls that start together (a commit's callers) wait it in full: +3 ms at 16 closed-loop
-clients (docs/benchmarks/leader.md, "Requests per command")."""
-
 
 class Channel(Protocol):
     """What a `MetadataClient` sends its commands through."""
@@ -173,19 +165,18 @@ class CommandChannel:
             if self._closed.is_set():
                 raise LeaderUnavailable("this MetadataClient is closed: create a new one")
             layout = read_layout(self.bootstrap, self.topics, timeout, self.security)
-            # Two producers. A call that finds others in flight goes through one lingering
-            # `COMPANY_LINGER_MS`, so that calls from threads sharing the client share a
-            # produce request: each request costs the broker a produce and the leader a fetch,
-            # and this client's librdkafka thread 100-300 µs of CPU, so requests per command,
-            # not bytes, set the path's CPU. A call with no other in flight has nobody to
-            # wait for: it goes through a producer with linger 0 (docs/benchmarks/leader.md).
+            # Two producers. linger.ms=2: calls that overlap wait up to 2 ms to share one
+            # produce request; at 64 clients that halved the client's CPU per command and
+            # cut the broker's (linger 0 cost both 2.4-2.8x). A call with no other in
+            # flight has nobody to wait for: it goes through a producer with linger 0,
+            # 2 ms sooner (docs/benchmarks/leader.md). A fractional linger would tax every
+            # lone call and batch less under load; choosing per call taxes neither.
             # Calls in flight together have no order between them, so two producers
             # lose none; a retried command is deduplicated by its command id.
             common = {"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
                       "acks": "all", "delivery.report.only.error": True, **NO_DELAY,
                       **CLIENT_LOGGING}
-            producer = Producer(secured({**common, "linger.ms": COMPANY_LINGER_MS},
-                                        self.security))  # fmt: skip
+            producer = Producer(secured({**common, "linger.ms": 2}, self.security))
             lone = Producer(secured({**common, "linger.ms": 0}, self.security))
             consumer = Consumer(secured(
                 {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
