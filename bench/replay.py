@@ -19,7 +19,8 @@ stopped at the end; prints one JSON document). Phases, in one run:
 - the history of one table (`metalog.cli_history.history_of`): reads the
   records raw, follows the lineages from their bytes and decodes only the
   events the history needs (`projector.audit.history_raw`); beside it the raw
-  consume of the same records (the floor: reading them from Kafka) and the
+  consume of the same records (the floor: reading them from Kafka in batches,
+  `LogReader.raw_batches`, as the history does) and the
   full decode (`table_history` over every event decoded, the old path), whose
   result must be the same.
 
@@ -27,7 +28,9 @@ stopped at the end; prints one JSON document). Phases, in one run:
 `--no-full-decode` skips the old path's figure (at 1M events its decoded log
 would not fit in memory comfortably). The log is generated, encoded and
 produced as a stream (never held whole), so a 1M-event log costs the
-generator's time only.
+generator's time only. `--state-dir DIR` keeps the broker's data and each
+built log in DIR (`replay-log-TABLES-EVENTS.json` names its topics), and a
+later run with the same sizes reuses the log instead of building it again.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +103,7 @@ def _history(bootstrap: str, topics: Topics, table: str, count: int,
     out: dict[str, Any] = {}
     gc.disable()
     started = time.perf_counter()
-    records = list(LogReader(bootstrap, topics, CATALOG).raw())
+    records = list(chain.from_iterable(LogReader(bootstrap, topics, CATALOG).raw_batches()))
     consume_s = time.perf_counter() - started
     gc.enable()
     assert len(records) == count
@@ -124,20 +128,34 @@ def _history(bootstrap: str, topics: Topics, table: str, count: int,
     return out
 
 
-def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
-        full_decode: bool = True) -> dict[str, Any]:  # fmt: skip
-    """Every phase on one broker; figures as a dict."""
-    load_before = os.getloadavg()
+def built_log(bootstrap: str, tables: int, events: int,
+              kept: Path | None = None) -> tuple[Topics, int, str, float | None]:  # fmt: skip
+    """The grown log on the broker: its topics, its record count, the first table's name
+    (`SCHEMA.TABLE`) and the seconds building it took (None: built by an earlier run, as
+    `kept` records; a log built here is recorded there)."""
+    record = None if kept is None else kept / f"replay-log-{tables}-{events}.json"
+    if record is not None and record.exists():
+        saved = json.loads(record.read_text())
+        return Topics(saved["prefix"]), saved["events"], saved["table"], None
     topics = Topics(f"bench-replay-{uuid.uuid4().hex[:8]}")
     create_metalog_topics(bootstrap, topics.prefix, 1)
     started = time.perf_counter()
     created: list[TableCreated] = []
     count = produce(bootstrap, topics.events, _grown(tables, events, created), 1,
                     transactional_id=str(uuid.uuid4()), per_txn=10_000)  # fmt: skip
-    name = created[0]
+    name = f"{created[0].schema_name}.{created[0].table_name}"
+    if record is not None:
+        record.write_text(json.dumps({"prefix": topics.prefix, "events": count, "table": name}))
+    return topics, count, name, round(time.perf_counter() - started, 1)
+
+
+def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
+        full_decode: bool = True, kept: Path | None = None) -> dict[str, Any]:  # fmt: skip
+    """Every phase on one broker (the log reused from `kept` if built there); figures."""
+    load_before = os.getloadavg()
+    topics, count, name_of, log_s = built_log(bootstrap, tables, events, kept)
     out: dict[str, Any] = {"events": count, "tables": tables, "load_before": load_before,
-                           "log_s": round(time.perf_counter() - started, 1)}  # fmt: skip
-    name_of = f"{name.schema_name}.{name.table_name}"
+                           "log_s": log_s}  # fmt: skip
     if history_only:
         out.update(_history(bootstrap, topics, name_of, count, full_decode))
         out["load_average"] = os.getloadavg()
@@ -189,14 +207,20 @@ def main() -> None:
                         help="only the history phases (raw consume, filtered, full decode)")
     parser.add_argument("--no-full-decode", action="store_true",
                         help="skip the history over every event decoded (the old path)")
+    parser.add_argument("--state-dir", type=Path, default=None,
+                        help="keep the broker's data and the built logs here, and reuse them")
     args = parser.parse_args()
-    port = free_port_pair(BENCH_PORTS)
     with tempfile.TemporaryDirectory(prefix="metalog-bench-replay-") as tmp:
-        config = StackConfig(state_dir=Path(tmp), port=port, controller_port=port + 1)
+        state = args.state_dir or Path(tmp)
+        state.mkdir(parents=True, exist_ok=True)
+        port_file = state / "port"  # the broker was formatted with its controller port
+        port = int(port_file.read_text()) if port_file.exists() else free_port_pair(BENCH_PORTS)
+        port_file.write_text(str(port))
+        config = StackConfig(state_dir=state / "broker", port=port, controller_port=port + 1)
         stack.up(config)
         try:
             print(json.dumps(run(config.bootstrap, args.tables, args.events, args.history_only,
-                                 not args.no_full_decode)))
+                                 not args.no_full_decode, args.state_dir)))
         finally:
             stack.down(config)
 

@@ -16,7 +16,7 @@ from metalog.cli_json import add_json_flag, print_json
 from metalog.cli_replay import add_log_options
 from projector.audit.diff import catalog_diff
 from projector.audit.history import TableHistory
-from projector.audit.history_raw import table_history_raw
+from projector.audit.history_raw import table_history_batches
 from projector.audit.page import history_page
 from projector.errors import ReplayError
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
@@ -41,8 +41,8 @@ def history_of(
         if not dot or not schema or not rest:
             raise ReplayError(f"`{table}` is not SCHEMA.TABLE: name the schema, e.g. public.orders")
         name = (schema, rest)
-    return table_history_raw(catalog, LogReader(bootstrap, topics, catalog, security=reader).raw(),
-                             name, table_id)  # fmt: skip
+    log = LogReader(bootstrap, topics, catalog, security=reader)
+    return table_history_batches(catalog, log.raw_batches(), name, table_id)
 
 
 def _history(args: argparse.Namespace) -> int:

@@ -3,7 +3,8 @@
 Decoding is the cost of `table_history` over a big log, and a table's history
 needs few of the events. One pass over the records reads each envelope and,
 for the intents that move a lineage (create, rename, recover, truncate,
-exchange), their leading fields, without models (`projector.audit.raw.skim`); that
+exchange), their leading fields, without models (a batch's envelopes at once,
+`projector.audit.envelopes`, then only these intents' fields); that
 is enough to follow every lineage (`Lineage.apply`) and to find the table.
 Then only these events are decoded and folded (`history.follow`):
 
@@ -21,17 +22,19 @@ The result is the same as `table_history` over the decoded log.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import accumulate
+from itertools import accumulate, compress, islice
 
 from events.codec import decode_event
 from events.errors import DecodeError
 from events.event import Event
 from events.keys import DATANODE_TABLE, REMOVED, TABLE_INFO, TABLE_ROUTE, table_info_key
+from projector.audit.envelopes import INTENTS, skim_batch
 from projector.audit.history import TableHistory, begin, follow
 from projector.audit.lineage import Lineage, QualifiedName, Step
-from projector.audit.raw import Head, NotAnEvent, head, long_at, skim, string_at, zigzag
+from projector.audit.raw import Head, NotAnEvent, head, long_at, string_at, zigzag
 
 EPOCH_INTENTS = frozenset({"EpochAssigned", "StableEpochAdvanced"})
 """The events that give changes their epoch and their release; they name no table."""
@@ -39,6 +42,11 @@ EPOCH_INTENTS = frozenset({"EpochAssigned", "StableEpochAdvanced"})
 _ID_KINDS = (TABLE_INFO, TABLE_ROUTE, DATANODE_TABLE)
 """Kinds of key named by a table id: only events whose envelope names the id write them."""
 
+
+BATCH = 5000
+"""Records whose envelopes the first pass reads at once (`table_history_raw`)."""
+Block = tuple[int, int, bytes]
+"""A batch of the log: the index of its first record, its record count, its records joined."""
 
 LINEAGE_INTENTS = frozenset(
     {"TableCreated", "TableRecovered", "TableRenamed", "TableTruncated", "PartitionExchanged"}
@@ -116,7 +124,25 @@ def table_history_raw(
     """`table_history` over the catalog's records (log order), decoding only what it needs.
 
     A record that is not an event is skipped, as the decoded log skips it. The first
-    pass reads `log` as it comes (from a consumer: while the next records are fetched).
+    pass reads `log` as it comes (from a consumer: while the next records are fetched),
+    `BATCH` records at a time (see `table_history_batches`).
+
+    Raises:
+        ReplayError: No table in the log had that name or id.
+    """
+    source = iter(log)
+    batches = iter(lambda: list(islice(source, BATCH)), [])
+    return table_history_batches(catalog, batches, name, table_id)
+
+
+def table_history_batches(
+    catalog: str,
+    batches: Iterable[Sequence[bytes]],
+    name: QualifiedName | None = None,
+    table_id: int | None = None,
+) -> TableHistory:
+    """`table_history_raw` over the records in batches (`LogReader.raw_batches`): each batch's
+    envelopes are read at once (`envelopes.skim_batch`).
 
     Raises:
         ReplayError: No table in the log had that name or id.
@@ -125,24 +151,22 @@ def table_history_raw(
     envelopes: list[bytes] = []  # each record's `tables` array as bytes (empty: not an event)
     epochs: list[int] = []
     records: list[bytes] = []
-    for index, data in enumerate(log):
-        records.append(data)
-        try:
-            (start, end), intent, at = skim(data)
-        except NotAnEvent:
-            envelopes.append(b"")
-            continue
-        envelopes.append(data[start:end])
-        if intent in LINEAGE_INTENTS:
-            lineage.apply(_step(data, (), intent, at))
-        elif intent in EPOCH_INTENTS:
-            epochs.append(index)
+    blocks: list[Block] = []
+    for batch in batches:
+        blocks.append((len(records), len(batch), b"".join(batch)))
+        skimmed = skim_batch(batch, blocks[-1][2])
+        for at in skimmed.where(LINEAGE_INTENTS):
+            intent = INTENTS[skimmed.intents[at] >> 1]
+            lineage.apply(_step(batch[at], (), intent, skimmed.ats[at]))
+        epochs.extend(len(records) + at for at in skimmed.where(EPOCH_INTENTS))
+        records.extend(batch)
+        envelopes.extend(skimmed.tables)
     history, target = begin(catalog, lineage, name, table_id)
     own = _own(records, envelopes, lineage.ids[target])
     decoded = dict(_decoded(records, sorted(own)))
     needed = set(epochs)
     if decoded:
-        needed |= _writers(records, envelopes, decoded, set(own.values()), max(decoded))
+        needed |= _writers(records, envelopes, blocks, decoded, set(own.values()), max(decoded))
     decoded.update(_decoded(records, sorted(needed - decoded.keys())))
     follow(history, ((decoded[i], own.get(i)) for i in sorted(decoded)))
     return history
@@ -154,17 +178,13 @@ def _naming(
     """The records before `last` whose envelope names one of `ids`, with the envelope's pairs.
 
     Most envelopes hold one pair (the count 2, zigzag of 1, then the id's bytes):
-    those are checked on the id's bytes, one `startswith` (an Avro long ends at its
-    first byte below 0x80, so no id's bytes begin another's); the others are read
-    (`raw.head`).
+    those are checked on the id's bytes, one pattern matched against every envelope
+    (an Avro long ends at its first byte below 0x80, so no id's bytes begin another's);
+    the others, none (0) or several, are read (`raw.head`).
     """
-    single = tuple(b"\x02" + zigzag(i) for i in ids)
-    for index in range(last):
-        tables = envelopes[index]
-        if not tables or tables[0] == 0:  # not an event, or no table
-            continue
-        if tables[0] == 2 and not tables.startswith(single):
-            continue
+    single = [re.escape(b"\x02" + zigzag(i)) for i in sorted(ids)]
+    maybe = re.compile(b"|".join([b"[^\x00\x02]", *single])).match  # not one pair, or one of ids
+    for index in compress(range(last), map(maybe, islice(envelopes, last))):
         pairs = head(records[index]).tables
         if any(t in ids for t, _ in pairs):
             yield index, pairs
@@ -204,6 +224,7 @@ def _decoded(records: Sequence[bytes], indices: Sequence[int]) -> Iterator[tuple
 def _writers(
     records: Sequence[bytes],
     envelopes: list[bytes],
+    blocks: Sequence[Block],
     own: dict[int, Event],
     own_ids: set[int],
     last: int,
@@ -228,23 +249,29 @@ def _writers(
     needles = [_avro_string(k) for k in by_id]
     found = {index for index, _ in _naming(records, envelopes, ids, last)
              if any(n in records[index] for n in needles)}  # fmt: skip
-    found |= _search(records[:last], [_avro_string(k) for k in keys - by_id])
+    found |= _search(records, blocks, last, [_avro_string(k) for k in keys - by_id])
     return found
 
 
-def _search(records: Sequence[bytes], needles: list[bytes]) -> set[int]:
-    """The records that hold any of `needles`: one search per needle over the joined bytes."""
-    if not needles or not records:
-        return set()
-    joined = b"".join(records)
-    ends = list(accumulate(map(len, records)))
+def _search(
+    records: Sequence[bytes], blocks: Sequence[Block], last: int, needles: list[bytes]
+) -> set[int]:
+    """The records before `last` that hold any of `needles`: one search per needle over
+    each batch's joined bytes."""
     found: set[int] = set()
-    for needle in needles:
-        at = joined.find(needle)
-        while at >= 0:
-            index = bisect_right(ends, at)
-            found.add(index)
-            at = joined.find(needle, ends[index])  # on from the next record
+    for first, count, block in blocks if needles else ():
+        if first >= last:
+            break
+        ends: list[int] = []  # the batch's records' ends in the block, once a needle is in it
+        for needle in needles:
+            at = block.find(needle)
+            while at >= 0:
+                ends = ends or list(accumulate(map(len, records[first : first + count])))
+                index = bisect_right(ends, at)
+                if first + index >= last:
+                    break
+                found.add(first + index)
+                at = block.find(needle, ends[index])  # on from the next record
     return found
 
 

@@ -13,8 +13,11 @@ from __future__ import annotations
 import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import eq
+from typing import cast
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from events.codec import decode_event
@@ -84,6 +87,30 @@ class LogReader:
         Raises:
             KafkaException: The cluster or the events topic cannot be reached.
         """
+        key = self.catalog.encode()
+        for messages in self._fetched():
+            for message in messages:
+                self.offset = message.offset() or 0
+                if message.key() == key:
+                    yield message.value() or b""
+
+    def raw_batches(self) -> Generator[list[bytes], None, None]:
+        """`raw`'s records a fetched batch at a time (`offset`: the batch's last; never an
+        empty batch), each message read by C-level maps, not a Python step per record.
+
+        Raises:
+            KafkaException: The cluster or the events topic cannot be reached.
+        """
+        key = self.catalog.encode()
+        for messages in self._fetched():
+            self.offset = messages[-1].offset() or 0
+            values = _values(messages, key)
+            if values:
+                yield values
+
+    def _fetched(self) -> Generator[list[Message], None, None]:
+        """The partition's messages from `start` to `end`, a run of a fetched batch at a time
+        (its error events handled here)."""
         consumer = new_consumer(self.bootstrap, self.security, bulk=True)  # a whole partition
         try:
             count = partition_count(consumer, self.topics.events)
@@ -97,20 +124,31 @@ class LogReader:
             if self.start >= self.end:
                 return
             consumer.assign([KafkaPartition(self.topics.events, self.partition, self.start)])
-            key = self.catalog.encode()
             settled = 0.0  # the wait for undecided transactions ends, from the first EOF on
             while self.offset + 1 < self.end and not (settled and time.monotonic() > settled):
-                for message in next_batch(consumer, self._batch, 1.0):
-                    error = message.error()
-                    if error is not None:
-                        if error.code() != KafkaError._PARTITION_EOF:
-                            raise KafkaException(error)
-                        settled = settled or time.monotonic() + SETTLE
-                        if (message.offset() or 0) >= self.end:
-                            return  # everything committed before the read began is read
-                        continue
-                    self.offset = message.offset() or 0
-                    if message.key() == key:
-                        yield message.value() or b""
+                messages = next_batch(consumer, self._batch, 1.0)
+                start = 0
+                for at in [*compress(range(len(messages)), map(Message.error, messages)), None]:
+                    if messages[start:at]:  # the messages up to the next error event (or all)
+                        yield messages[start:at]
+                    if at is None:
+                        break
+                    error = messages[at].error()
+                    assert error is not None
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(error)
+                    settled = settled or time.monotonic() + SETTLE
+                    if (messages[at].offset() or 0) >= self.end:
+                        return  # everything committed before the read began is read
+                    start = at + 1
         finally:
             consumer.close()
+
+
+def _values(messages: list[Message], key: bytes) -> list[bytes]:
+    """The values of the messages keyed `key` (a null value as empty bytes)."""
+    keyed = map(eq, repeat(key), map(Message.key, messages))
+    values = list(compress(map(Message.value, messages), keyed))
+    if None in values:  # a null value: empty bytes, as `raw` gives it
+        return [v or b"" for v in values]
+    return cast(list[bytes], values)

@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from events.codec import encode_event
 from metalog.cli import main
 from metalog.cli_replay import replay_document
 from projector.follower.follower import Follower
 from projector.replay.asof import replay_as_of
 from projector.replay.point import Point
+from projector.replay.source import LogReader
 from tests.audit.scripted import EXPECTED_U, lifecycle
 from tests.fixtures.kafka import TopicSet
-from tests.follower.workload import CATALOG, produce, random_log
+from tests.follower.workload import CATALOG, produce, produce_raw, random_log
 
 pytestmark = pytest.mark.integration
 
@@ -78,6 +80,21 @@ def test_history_and_diff_commands_over_the_scripted_lifecycle(
     assert main(["audit", "history", "public.nope", *where]) == 1
     assert "public.nope" in capsys.readouterr().err
     _renders_in_chromium(page, tmp_path)
+
+
+def test_the_log_read_in_batches_is_the_log_read_record_by_record(wire: TopicSet) -> None:
+    """Another catalog's records share the partition and commit markers sit between the
+    transactions: the batches hold the catalog's records, in order, and nothing else."""
+    ours = [encode_event(e) for e in lifecycle().events]
+    produce_raw(wire, ours[:4])
+    produce_raw(wire, [b"another catalog's record"] * 3, key="other")
+    produce_raw(wire, ours[4:])
+    one_by_one = LogReader(wire.bootstrap, wire.topics, CATALOG)
+    assert list(one_by_one.raw()) == ours
+    reader = LogReader(wire.bootstrap, wire.topics, CATALOG)
+    batches = list(reader.raw_batches())
+    assert [r for batch in batches for r in batch] == ours and all(batches)
+    assert reader.offset == one_by_one.offset == reader.end - 2  # the last record, its marker
 
 
 def _renders_in_chromium(page: Path, tmp_path: Path) -> None:
