@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -151,4 +152,28 @@ def test_a_checkpoint_made_without_changelog_checkpointing_keeps_its_state(
     run_once(spark, config)
 
     assert list(state.rglob("*.changelog"))
+    assert_projection_equals(config.delta_dir, [c.image for c in work.catalogs.values()])
+
+
+def test_a_checkpoint_without_the_log_query_logs_each_record_once(
+        spark: SparkSession, topics: Callable[..., TopicSet], tmp_path: Path) -> None:
+    made = topics(partitions=PARTITIONS)
+    work = Workload(["alpha", "beta"], seed=9)
+    work.run(30)
+    first = encoded(work.events())
+    produce(made.bootstrap, made.events, first, PARTITIONS)
+    config = _config(made, tmp_path)
+    run_once(spark, config)
+    # An older projection's checkpoint: its fold query also appended `metadata_log`,
+    # and it has no log query's checkpoint.
+    shutil.rmtree(config.log_checkpoint)
+
+    work.run(10)
+    more = encoded(e for c in work.catalogs.values() for e in c.events
+                   if e.resource_version > _projected_rv(config.delta_dir, c.image.catalog))
+    produce(made.bootstrap, made.events, more, PARTITIONS)
+    run_once(spark, config)
+
+    offsets = _offsets(config.delta_dir)
+    assert len(offsets) == len(set(offsets)) == len(first) + len(more)
     assert_projection_equals(config.delta_dir, [c.image for c in work.catalogs.values()])
