@@ -45,6 +45,11 @@ STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreP
 
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+FOLD_PARTITIONS = 1
+"""The fold's state store partitions in a new checkpoint: one RocksDB commit per batch
+instead of one per partition; a few thousand events per second fit one core's task."""
+
 SESSION_CONF = {
     # The fold's state lives in RocksDB (the default HDFS-backed store keeps it on the heap).
     "spark.sql.streaming.stateStore.providerClass": STATE_STORE,
@@ -268,6 +273,11 @@ def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projectio
                  .queryName(f"metalog-log-{config.topic}")
                  .option("checkpointLocation", config.log_checkpoint)
                  .foreachBatch(LogWriter(config)), config)
+    # The fold's partitions are the shuffle's: set only while the query starts (it
+    # copies the session's confs, and a new checkpoint keeps the value for good;
+    # an existing one keeps its own), so the rest of the session keeps its own.
+    shuffle = spark.conf.get(SHUFFLE_PARTITIONS)
+    spark.conf.set(SHUFFLE_PARTITIONS, str(FOLD_PARTITIONS))
     try:
         fold = _start(folded(kafka_source(spark, config)).writeStream
                       .queryName(f"metalog-projection-{config.topic}")
@@ -276,6 +286,11 @@ def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projectio
     except Exception:
         log.stop()
         raise
+    finally:
+        if shuffle is None:
+            spark.conf.unset(SHUFFLE_PARTITIONS)
+        else:
+            spark.conf.set(SHUFFLE_PARTITIONS, shuffle)
     return Projection(fold, log)
 
 
