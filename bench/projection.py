@@ -4,9 +4,10 @@ Run with ``python -m bench.projection --events 60000 --batch 10000 --rates 1000,
 It starts its own broker (fresh temporary state directory, port 19792),
 generates a seeded random workload (LocalCatalog, auto publish mode), and in
 one ``local[2]`` Spark session measures, for the projection (`metalog
-project`: envelope decode, the stateful fold, one append each to `changes`
-and `metadata_log`) and for a plain copy of the same topic appended raw to
-one Delta table (the limit):
+project`: envelope decode, the stateful fold and one append to `changes` per
+batch, and beside it the log query's append to `metadata_log`; a run ends
+with the later of the two) and for a plain copy of the same topic appended
+raw to one Delta table (the limit):
 
 1. throughput: the first ``--events`` events pre-written to a topic, each job
    run with ``availableNow`` and the same ``maxOffsetsPerTrigger``. A query's
