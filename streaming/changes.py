@@ -1,4 +1,5 @@
-"""The rows a folded micro-batch appends: `changes`, `metadata_log`, `quarantine`.
+"""The rows the projection appends: `changes`, `quarantine` (a folded micro-batch's) and
+`metadata_log` (the log query's).
 
 `changes` is the published change feed, one row per released mutation and
 one per catalog whose position moved:
@@ -24,7 +25,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from streaming.decode import mutations_column
+from streaming.decode import KAFKA_SCHEMA, envelope, mutations_column
 from streaming.fold import FOLD_OUTPUT
 from streaming.layout import (
     CHANGES,
@@ -113,11 +114,13 @@ def change_rows(folded: DataFrame) -> DataFrame:
     return ChangeRows()(folded)
 
 
-def log_rows(folded: DataFrame) -> DataFrame:
-    """Rows of `metadata_log`: every decoded record with its position and raw bytes."""
-    return folded.where(F.col("row_type") == "log").select(
-        "catalog", "resource_version", "intent", "event_id", "leader_epoch", "schema_epoch",
-        "occurred_at", "topic", "partition", "offset", "kafka_timestamp", "value")
+def log_rows(events: DataFrame) -> DataFrame:
+    """Rows of `metadata_log` from `streaming.decode.envelope` rows that decoded: every
+    record with its position and raw bytes."""
+    return events.select(
+        "catalog", "resource_version", "intent", "event_id", "leader_epoch",
+        F.col("logged_schema_epoch").alias("schema_epoch"), "occurred_at", "topic", "partition",
+        "offset", "kafka_timestamp", "value")
 
 
 def quarantine_rows(folded: DataFrame) -> DataFrame:
@@ -143,7 +146,7 @@ def table_schemas(spark: SparkSession) -> dict[str, StructType]:
     changes = change_rows(folded.withColumn("batch_id", F.lit(0).cast("long"))).schema
     schemas: dict[str, StructType] = {
         CHANGES: changes,
-        "metadata_log": log_rows(folded).schema,
+        "metadata_log": log_rows(envelope(spark.createDataFrame([], KAFKA_SCHEMA))).schema,
         "quarantine": quarantine_rows(folded).schema,
         COMPACTION: COMPACTION_SCHEMA,
     }

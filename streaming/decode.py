@@ -37,6 +37,10 @@ CONTROL_TYPES: tuple[str, ...] = tuple(
     str(kind.model_fields["type"].default) for kind in CONTROL_INTENTS
 )
 
+KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
+                "timestamp timestamp, timestampType int")
+"""The Kafka source's columns (without headers)."""
+
 ENVELOPE_COLUMNS: tuple[str, ...] = (
     "catalog", "resource_version", "leader_epoch", "logged_schema_epoch", "intent", "event_id",
     "occurred_at", "table_ids", "keys", "assign_epoch", "assign_resource_versions",

@@ -2,7 +2,7 @@
 
 `events.groupBy("catalog").transformWithStateInPandas(CatalogFold(), FOLD_OUTPUT, ...)`
 runs one `CatalogFold` handler per catalog and micro-batch, on pandas
-DataFrames (Arrow underneath): the records' `log` rows are a column selection,
+DataFrames (Arrow underneath): quarantined records are a column selection,
 and only the gate's loop touches events one by one, on plain Python values
 taken from each column once (a Row per record and per output row cost about
 four times more). Its state (RocksDB provider) is the catalog's `GateState` (a
@@ -10,8 +10,8 @@ value state) and the events waiting in its gate (a map state by
 resource_version: held behind a gap, or changes not yet released, with their
 raw bytes). Nothing is read back from Delta.
 
-The handler's output rows (`FOLD_OUTPUT`), by `row_type`:
-- `log`: every record of the catalog, as read (for `metadata_log`);
+The handler's output rows (`FOLD_OUTPUT`), by `row_type` (`metadata_log` is
+appended by a query of its own, straight from Kafka):
 - `change`: a released change, with its raw bytes and its publication epoch,
   in the order it becomes visible;
 - `state`: the catalog's new position, when it moved;
@@ -64,7 +64,7 @@ _WAITING = StructType([StructField(name, kind) for name, kind in (
 _RECORD_COLUMNS = ("catalog", "resource_version", "intent", "event_id", "leader_epoch",
                    "occurred_at", "topic", "partition", "offset", "kafka_timestamp",
                    "record_key", "value", "reason")
-"""The input columns a `log` or `quarantine` row of a record passes on unchanged."""
+"""The input columns a `quarantine` row of a record passes on unchanged."""
 
 _OUTPUT_COLUMNS = tuple(part.split()[0] for part in FOLD_OUTPUT.split(", "))
 
@@ -174,7 +174,6 @@ class CatalogFold(StatefulProcessor):
         if catalog == QUARANTINE:
             yield _records(batch, "quarantine")
             return
-        yield _records(batch, "log")
         stored = self._state.get() if self._state.exists() else None
         state = GateState(*stored) if stored else GateState()
         waiting = ({k[0]: _restored(k[0], v) for k, v in self._waiting.iterator()}

@@ -17,35 +17,38 @@ tail of `changes` (`streaming.current`, `streaming.read`); the compaction
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
-from streaming import sink
+from streaming import checkpoint, sink
 from streaming.changes import ROW_COLUMNS, ChangeRows, log_rows, quarantine_rows, table_schemas
 from streaming.decode import envelope, split
 from streaming.errors import OldCheckpoint, ProjectionError
 from streaming.fold import FOLD_OUTPUT, QUARANTINE, CatalogFold
 from streaming.layout import CHANGES
-
-KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
-                "timestamp timestamp, timestampType int")
-"""The Kafka source's columns (without headers)."""
+from streaming.queries import Projection
 
 LOG = logging.getLogger(__name__)
+
+LOG_CHECKPOINT = "metadata_log"
+"""The log query's checkpoint directory, inside the fold query's."""
 
 STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+FOLD_PARTITIONS = 1
+"""The fold's state store partitions in a new checkpoint: one RocksDB commit per batch
+instead of one per partition; a few thousand events per second fit one core's task."""
 
 SESSION_CONF = {
     # The fold's state lives in RocksDB (the default HDFS-backed store keeps it on the heap).
@@ -120,6 +123,11 @@ class ProjectionConfig:
         """The location of one table."""
         return f"{self.delta_dir.rstrip('/')}/{table}"
 
+    @property
+    def log_checkpoint(self) -> str:
+        """The log query's checkpoint: a directory inside the fold query's."""
+        return f"{self.checkpoint.rstrip('/')}/{LOG_CHECKPOINT}"
+
 
 def ensure_tables(spark: SparkSession, config: ProjectionConfig) -> None:
     """Create every table that does not exist yet, empty, with its schema."""
@@ -128,7 +136,8 @@ def ensure_tables(spark: SparkSession, config: ProjectionConfig) -> None:
 
 
 class BatchWriter:
-    """The `foreachBatch` function: one folded micro-batch into its appends, idempotently.
+    """The fold query's `foreachBatch` function: one folded micro-batch into `changes`
+    (and `quarantine`), idempotently.
 
     Args:
         config: The projection's configuration.
@@ -136,22 +145,10 @@ class BatchWriter:
 
     def __init__(self, config: ProjectionConfig) -> None:
         self.config = config
-        self._query_id: str | None = None
-        # The last batch this writer appended in full: the next one cannot be
-        # a replay, so it skips the look at the tables' history.
-        self._finished: int | None = None
+        self._appends = sink.TaggedAppends(config.checkpoint, config.write_threads)
         # Built once: the `changes` plan's expressions cost ≈ 1 s of calls into
         # the JVM per batch when built anew (`ChangeRows`).
         self._change_rows = ChangeRows()
-
-    def query_id(self, spark: SparkSession) -> str:
-        """The query id stored in the checkpoint (new checkpoint, new id)."""
-        if self._query_id is None:
-            text = spark.read.text(f"{self.config.checkpoint.rstrip('/')}/metadata").first()
-            if text is None:
-                raise ProjectionError(f"checkpoint {self.config.checkpoint} has no query id")
-            self._query_id = str(json.loads(text[0])["id"])
-        return self._query_id
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """Append one folded micro-batch."""
@@ -165,63 +162,54 @@ class BatchWriter:
         counts = {row["row_type"]: int(row["count"])
                   for row in folded.groupBy("row_type").count().collect()}
         folded_at = time.monotonic()
-        writes: dict[str, Callable[[], None]] = {}
+        appends: dict[str, Callable[[], None]] = {}
         if counts.get("change") or counts.get("state"):
-            writes[CHANGES] = lambda: sink.append(self._change_rows(folded),
-                                                  self.config.path(CHANGES))
-        if counts.get("log"):
-            writes["metadata_log"] = lambda: sink.append(log_rows(folded),
-                                                         self.config.path("metadata_log"))
+            appends[self.config.path(CHANGES)] = lambda: sink.append(
+                self._change_rows(folded), self.config.path(CHANGES))
         if counts.get("quarantine"):
-            writes["quarantine"] = lambda: sink.append(quarantine_rows(folded),
-                                                       self.config.path("quarantine"))
-        if writes:
-            with sink.batch_transaction(spark, self.query_id(spark), batch_id) as tag:
-                if self._finished != batch_id - 1:  # maybe a replay: skip what committed
-                    writes = {name: write for name, write in writes.items()
-                              if not sink.committed(spark, self.config.path(name), tag)}
-                _run_all(spark, writes, self.config.write_threads)
+            appends[self.config.path("quarantine")] = lambda: sink.append(
+                quarantine_rows(folded), self.config.path("quarantine"))
+        self._appends.run(spark, batch_id, appends)
         folded.unpersist()
-        self._finished = batch_id
         LOG.info("batch %d appended in %.1f s (fold and count %.1f s; %s)", batch_id,
                  time.monotonic() - started, folded_at - started, counts)
 
 
-def _run_all(spark: SparkSession, writes: dict[str, Callable[[], None]], threads: int) -> None:
-    """Run independent table appends, from `threads` driver threads at once.
+class LogWriter:
+    """The log query's `foreachBatch` function: one batch of decoded records into
+    `metadata_log`, idempotently (one append, as a plain copy job makes).
 
-    Each append commits to its own table with the batch's tag (a session
-    conf, set before the threads start), so a retried batch skips exactly the
-    appends that committed, in any order.
+    Args:
+        config: The projection's configuration.
     """
-    if threads <= 1 or len(writes) <= 1:
-        for write in writes.values():
-            write()
-        return
 
-    def run(write: Callable[[], None]) -> None:
-        # The JVM thread behind this Python thread must see the batch's session
-        # (its confs carry the batch's tag).
-        jvm = spark.sparkContext._jvm
-        assert jvm is not None
-        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
-        write()
+    def __init__(self, config: ProjectionConfig) -> None:
+        self.config = config
+        self._appends = sink.TaggedAppends(config.log_checkpoint)
 
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="delta-write") as pool:
-        for future in [pool.submit(run, write) for write in writes.values()]:
-            future.result()
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        """Append one micro-batch of `log_rows`."""
+        path = self.config.path("metadata_log")
+        self._appends.run(batch.sparkSession, batch_id, {path: lambda: sink.append(batch, path)})
 
 
-def kafka_source(spark: SparkSession, config: ProjectionConfig) -> DataFrame:
+def kafka_source(spark: SparkSession, config: ProjectionConfig,
+                 starting: str = "earliest") -> DataFrame:
     """The events topic as a stream: committed records only, from the start, no data loss.
 
     Every Kafka option of the projection is set here, in one place.
+
+    Args:
+        spark: The session.
+        config: Where to read.
+        starting: Where a new checkpoint starts: `earliest`, or Kafka offsets as
+            JSON (`{"topic": {"0": 42}}`).
     """
     reader = (spark.readStream.format("kafka")
               .option("kafka.bootstrap.servers", config.bootstrap)
               .option("subscribe", config.topic)
               .option("kafka.isolation.level", "read_committed")
-              .option("startingOffsets", "earliest")
+              .option("startingOffsets", starting)
               .option("failOnDataLoss", "true")
               .options(**config.security.spark_options()))
     if config.max_offsets_per_trigger is not None:
@@ -257,28 +245,59 @@ def folded(raw: DataFrame) -> DataFrame:
         CatalogFold(), FOLD_OUTPUT, "Append", "None")
 
 
-def start_projection(spark: SparkSession, config: ProjectionConfig) -> StreamingQuery:
-    """Create the tables if needed and start the query.
+def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projection:
+    """Create the tables if needed and start the two queries: the log, then the fold.
+
+    A checkpoint of an older projection, whose fold query also appended
+    `metadata_log`, has no log query's checkpoint yet: the log query then
+    starts where the fold's last committed batch ended, so no record is
+    logged twice.
 
     Args:
         spark: A session with the Kafka source, Delta and Avro (`metalog.spark_session`).
         config: Where to read and write.
 
     Returns:
-        The running query; with `config.once` it stops by itself when caught up.
+        The running queries; with `config.once` they stop by themselves when caught up.
     """
     for key, value in SESSION_CONF.items():
         spark.conf.set(key, value)
     ensure_tables(spark, config)
-    writer = (folded(kafka_source(spark, config)).writeStream
-              .queryName(f"metalog-projection-{config.topic}")
-              .option("checkpointLocation", config.checkpoint)
-              .foreachBatch(BatchWriter(config)))
+    # The log query starts first: once a fold has committed a batch, a missing log
+    # checkpoint can only be an older projection's.
+    starting = "earliest"
+    if not checkpoint.exists(spark, config.log_checkpoint):
+        starting = checkpoint.committed_offsets(spark, config.checkpoint) or starting
+    log = _start(log_rows(envelope(kafka_source(spark, config, starting))
+                          .where(F.col("catalog").isNotNull())).writeStream
+                 .queryName(f"metalog-log-{config.topic}")
+                 .option("checkpointLocation", config.log_checkpoint)
+                 .foreachBatch(LogWriter(config)), config)
+    # The fold's partitions are the shuffle's: set only while the query starts (it
+    # copies the session's confs, and a new checkpoint keeps the value for good;
+    # an existing one keeps its own), so the rest of the session keeps its own.
+    shuffle = spark.conf.get(SHUFFLE_PARTITIONS)
+    spark.conf.set(SHUFFLE_PARTITIONS, str(FOLD_PARTITIONS))
+    try:
+        fold = _start(folded(kafka_source(spark, config)).writeStream
+                      .queryName(f"metalog-projection-{config.topic}")
+                      .option("checkpointLocation", config.checkpoint)
+                      .foreachBatch(BatchWriter(config)), config)
+    except Exception:
+        log.stop()
+        raise
+    finally:
+        if shuffle is None:
+            spark.conf.unset(SHUFFLE_PARTITIONS)
+        else:
+            spark.conf.set(SHUFFLE_PARTITIONS, shuffle)
+    return Projection(fold, log)
+
+
+def _start(writer: DataStreamWriter, config: ProjectionConfig) -> StreamingQuery:
     if config.once:
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=f"{config.trigger_seconds} seconds")
-    return writer.start()
+        return writer.trigger(availableNow=True).start()
+    return writer.trigger(processingTime=f"{config.trigger_seconds} seconds").start()
 
 
 def run_once(spark: SparkSession, config: ProjectionConfig) -> None:
@@ -287,9 +306,9 @@ def run_once(spark: SparkSession, config: ProjectionConfig) -> None:
     Raises:
         ProjectionError: The query failed.
     """
-    query = start_projection(spark, replace(config, once=True))
+    projection = start_projection(spark, replace(config, once=True))
     try:
-        query.awaitTermination()
+        projection.awaitTermination()
     except StreamingQueryException as exc:
         raise failed(config, exc) from exc
 

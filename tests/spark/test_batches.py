@@ -1,4 +1,4 @@
-"""One micro-batch's appends without Kafka: a retried batch; REGION_LABEL formatting."""
+"""One micro-batch's appends without Kafka: retried batches; REGION_LABEL formatting."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from events.event import Event
 from events.labels import region_label_rows, table_rule_ranges
 from events.values import KeyRange, Label, LabelRuleValue, PartitionDef, TableInfoValue
 from streaming import sink
+from streaming.changes import log_rows
+from streaming.decode import KAFKA_SCHEMA, envelope
 from streaming.fold import FOLD_OUTPUT
-from streaming.projection import BatchWriter, ProjectionConfig, ensure_tables
+from streaming.projection import BatchWriter, LogWriter, ProjectionConfig, ensure_tables
 from streaming.read import read_rows
 from streaming.tables import region_label_columns
 from tests.spark.expect import assert_projection_equals
@@ -29,13 +31,10 @@ class Crash(Exception):
 
 
 def _folded(spark: SparkSession, events: list[Event]) -> DataFrame:
-    """What the fold emits for an auto-mode log read in one batch: log, change and state rows."""
-    at = datetime(2026, 1, 1, tzinfo=UTC)
+    """What the fold emits for an auto-mode log read in one batch: change and state rows,
+    and a record of a fenced leader."""
     rows: list[Row] = []
-    for offset, (event, (_, value)) in enumerate(zip(events, encoded(events), strict=True)):
-        rows.append(Row(row_type="log", catalog=event.catalog,
-                        resource_version=event.resource_version, value=value, topic="events",
-                        partition=0, offset=offset, kafka_timestamp=at))
+    for event, (_, value) in zip(events, encoded(events), strict=True):
         if event.mutations:
             rows.append(Row(row_type="change", catalog=event.catalog,
                             resource_version=event.resource_version,
@@ -44,9 +43,22 @@ def _folded(spark: SparkSession, events: list[Event]) -> DataFrame:
     rows.append(Row(row_type="state", catalog=last.catalog,
                     resource_version=last.resource_version, stable_epoch=last.schema_epoch,
                     leader_epoch=last.leader_epoch, publish_mode="auto"))
+    rows.append(Row(row_type="quarantine", catalog=last.catalog,
+                    resource_version=last.resource_version, value=encoded([last])[0][1],
+                    reason="stale leader_epoch 0"))
     names = spark.createDataFrame([], FOLD_OUTPUT).columns
     return spark.createDataFrame([tuple(r.asDict().get(n) for n in names) for r in rows],
                                  FOLD_OUTPUT)
+
+
+def _config(tmp_path: Path) -> ProjectionConfig:
+    """A projection whose two checkpoints hold their query ids, as after a first start."""
+    config = ProjectionConfig("unused:9092", "events", str(tmp_path / "tables"),
+                              str(tmp_path / "cp"), write_threads=1)
+    for at, query_id in ((config.checkpoint, "fold-1"), (config.log_checkpoint, "log-1")):
+        Path(at).mkdir(parents=True)
+        (Path(at) / "metadata").write_text(json.dumps({"id": query_id}))
+    return config
 
 
 def test_a_batch_retried_after_a_crash_between_appends_appends_once(
@@ -54,31 +66,46 @@ def test_a_batch_retried_after_a_crash_between_appends_appends_once(
     work = Workload(["auto"], seed=3)
     work.run(25)
     events = work.events()
-    checkpoint = tmp_path / "cp"
-    checkpoint.mkdir()
-    (checkpoint / "metadata").write_text(json.dumps({"id": "query-1"}))
-    config = ProjectionConfig("unused:9092", "events", str(tmp_path / "tables"), str(checkpoint),
-                              write_threads=1)
+    config = _config(tmp_path)
     ensure_tables(spark, config)
     writer = BatchWriter(config)
     real_append = sink.append
 
-    def crash_on_log(frame: DataFrame, path: str) -> None:
-        if path.endswith("metadata_log"):
+    def crash_on_quarantine(frame: DataFrame, path: str) -> None:
+        if path.endswith("quarantine"):
             raise Crash
         real_append(frame, path)
 
-    monkeypatch.setattr(sink, "append", crash_on_log)
+    monkeypatch.setattr(sink, "append", crash_on_quarantine)
     with pytest.raises(Crash):
-        writer(_folded(spark, events), 0)  # `changes` is appended, `metadata_log` is not
+        writer(_folded(spark, events), 0)  # `changes` is appended, `quarantine` is not
     monkeypatch.setattr(sink, "append", real_append)
 
     writer(_folded(spark, events), 0)  # the retry: the same batch id, the same rows
 
     assert_projection_equals(config.delta_dir, [work.catalogs["auto"].image])
-    assert len(read_rows(config.delta_dir, "metadata_log")) == len(events)
+    assert len(read_rows(config.delta_dir, "quarantine")) == 1
     assert len(read_rows(config.delta_dir, "changes")) == 1 + sum(
         len(e.mutations) for e in events)
+
+
+def test_a_log_batch_replayed_after_a_restart_is_logged_once(
+        spark: SparkSession, tmp_path: Path) -> None:
+    work = Workload(["auto"], seed=3)
+    work.run(10)
+    records = encoded(work.events())
+    config = _config(tmp_path)
+    ensure_tables(spark, config)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    raw = spark.createDataFrame([(key.encode(), value, "events", 0, offset, at, 0)
+                                 for offset, (key, value) in enumerate(records)], KAFKA_SCHEMA)
+    batch = log_rows(envelope(raw))
+
+    LogWriter(config)(batch, 0)  # appended; the driver dies before the checkpoint's commit
+    LogWriter(config)(batch, 0)  # the restarted query runs the batch again
+
+    logged = read_rows(config.delta_dir, "metadata_log")
+    assert sorted(r["offset"] for r in logged) == list(range(len(records)))
 
 
 def test_region_label_columns_format_like_the_python_rows(spark: SparkSession) -> None:

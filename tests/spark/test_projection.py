@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from bench.workload import Workload, encoded, produce
 from events.schema_store import MAGIC
 from projector.fold.apply import replay
 from projector.fold.image import Image
+from streaming import projection
 from streaming.compact import compact
 from streaming.projection import CHANGELOG, SESSION_CONF, ProjectionConfig, run_once
 from streaming.read import read_rows
@@ -129,7 +131,12 @@ def test_pending_changes_wait_for_publication_and_gaps_hold_the_rest(
     assert_projection_equals(config.delta_dir, images, read_rows)
 
 
-def test_a_checkpoint_made_without_changelog_checkpointing_keeps_its_state(
+def _fold_partitions(checkpoint: Path) -> list[str]:
+    """The fold's state store partitions (operator 0) in a checkpoint."""
+    return sorted(p.name for p in (checkpoint / "state" / "0").iterdir() if p.name.isdigit())
+
+
+def test_a_checkpoint_of_an_older_projection_keeps_its_state(
         spark: SparkSession, topics: Callable[..., TopicSet], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     made = topics(partitions=PARTITIONS)
@@ -141,8 +148,10 @@ def test_a_checkpoint_made_without_changelog_checkpointing_keeps_its_state(
     state = tmp_path / "cp" / "state"
     with monkeypatch.context() as patch:  # the state store as an older metalog wrote it
         patch.setitem(SESSION_CONF, CHANGELOG, "false")
+        patch.setattr(projection, "FOLD_PARTITIONS", 2)
         run_once(spark, config)
     assert not list(state.rglob("*.changelog"))
+    assert _fold_partitions(tmp_path / "cp") == ["0", "1"]
 
     work.run(20)  # every new event follows one the first run folded
     more = encoded(e for c in work.catalogs.values() for e in c.events
@@ -151,4 +160,46 @@ def test_a_checkpoint_made_without_changelog_checkpointing_keeps_its_state(
     run_once(spark, config)
 
     assert list(state.rglob("*.changelog"))
+    assert _fold_partitions(tmp_path / "cp") == ["0", "1"]  # the checkpoint's own
+    assert_projection_equals(config.delta_dir, [c.image for c in work.catalogs.values()])
+
+
+def test_a_new_checkpoint_folds_in_one_partition_and_the_session_keeps_its_own(
+        spark: SparkSession, topics: Callable[..., TopicSet], tmp_path: Path) -> None:
+    made = topics(partitions=PARTITIONS)
+    work = Workload(["alpha", "beta", "gamma"], seed=6)
+    work.run(30)
+    produce(made.bootstrap, made.events, encoded(work.events()), PARTITIONS)
+    config = _config(made, tmp_path)
+    session_partitions = spark.conf.get(projection.SHUFFLE_PARTITIONS)
+    assert session_partitions != str(projection.FOLD_PARTITIONS)
+
+    run_once(spark, config)
+
+    assert _fold_partitions(tmp_path / "cp") == ["0"]
+    assert spark.conf.get(projection.SHUFFLE_PARTITIONS) == session_partitions
+    assert_projection_equals(config.delta_dir, [c.image for c in work.catalogs.values()])
+
+
+def test_a_checkpoint_without_the_log_query_logs_each_record_once(
+        spark: SparkSession, topics: Callable[..., TopicSet], tmp_path: Path) -> None:
+    made = topics(partitions=PARTITIONS)
+    work = Workload(["alpha", "beta"], seed=9)
+    work.run(30)
+    first = encoded(work.events())
+    produce(made.bootstrap, made.events, first, PARTITIONS)
+    config = _config(made, tmp_path)
+    run_once(spark, config)
+    # An older projection's checkpoint: its fold query also appended `metadata_log`,
+    # and it has no log query's checkpoint.
+    shutil.rmtree(config.log_checkpoint)
+
+    work.run(10)
+    more = encoded(e for c in work.catalogs.values() for e in c.events
+                   if e.resource_version > _projected_rv(config.delta_dir, c.image.catalog))
+    produce(made.bootstrap, made.events, more, PARTITIONS)
+    run_once(spark, config)
+
+    offsets = _offsets(config.delta_dir)
+    assert len(offsets) == len(set(offsets)) == len(first) + len(more)
     assert_projection_equals(config.delta_dir, [c.image for c in work.catalogs.values()])
