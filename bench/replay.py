@@ -178,8 +178,8 @@ def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
     out["replay_events_per_s"] = round(count / replay_s)
     out["replay_vs_decode"] = round(decode_s / replay_s, 2)
     assert image.resource_version == count
-    point = count - 100
-    below = point - 1000
+    point = count - min(100, count // 10)  # near the end; on a small log, closer to it
+    below = point - min(1000, point // 2)  # the snapshot, below the point
     with tempfile.TemporaryDirectory(prefix="metalog-bench-replay-") as snaps:
         reader = LogReader(bootstrap, topics, CATALOG)
         next_offset = next(reader.offset + 1 for e in reader.events()
