@@ -148,11 +148,13 @@ def _format(config: StackConfig, classpath: str) -> None:
         {"port": config.port, "controller_port": config.controller_port}))
 
 
-_JVM_PERFORMANCE = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-                    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
-                    "-Djava.awt.headless=true")  # fmt: skip
-"""Kafka's own `KAFKA_JVM_PERFORMANCE_OPTS` (bin/kafka-run-class.sh). With G1's default
-200 ms pause goal, young collections stopped a loaded broker for 37-105 ms each."""
+_JVM_PERFORMANCE = ("-server", "-XX:+UseZGC", "-Djava.awt.headless=true")  # fmt: skip
+"""ZGC (JDK 17): it marks and moves objects while the broker runs, so its stop-the-world
+pauses are a few µs of root scanning, and a contended core stretches them to a few ms at
+most. Kafka's own options (`KAFKA_JVM_PERFORMANCE_OPTS`: G1, a 20 ms pause goal) stopped
+the broker for 20 ms or more 26-59 times per `bench.leader` run on a shared 2-core machine
+(up to 330 ms), and every command waiting on it met them as its tail; ZGC, 0-2 times
+(docs/benchmarks/leader.md)."""
 
 
 def _launch(config: StackConfig, classpath: str) -> int:

@@ -78,7 +78,7 @@ def test_up_twice_is_harmless_and_status_reports_running(own_stack: StackConfig)
     assert {name: listed[name] for name in metalog_topic_configs("metalog")} == {
         "metalog.commands": 2, "metalog.events": 2, "metalog.replies": 2, "metalog.dlq": 2}
     assert describe_topic_config(own_stack.bootstrap, "metalog.events")["retention.ms"] == "-1"
-    assert "Using G1" in own_stack.gc_log.read_text()  # the JVM logs its pauses from the start
+    assert "Using The Z Garbage Collector" in own_stack.gc_log.read_text()  # logged from the start
 
 
 @pytest.mark.integration
