@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import pickle
 import sys
-import time
 from array import array
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from projector.audit.fast import matches
-from projector.kafka.clients import SETTLE, new_consumer
+from projector.kafka.clients import DecidedRead, new_consumer
 from projector.kafka.security import KafkaSecurity
 
 BATCH = 10_000
@@ -37,8 +36,7 @@ def batches(consumer: Consumer, topic: str, spans: list[Span],
             ends: dict[int, int]) -> Iterator[tuple[int, list[tuple[int, bytes]]]]:  # fmt: skip
     """Each partition's committed records, a batch at a time: (partition, [(offset, value)]).
 
-    A partition is read to its end in `spans`, waiting up to `SETTLE` seconds for
-    the transactions below it to be decided (`clients.decided_ends`).
+    A partition is read to its end in `spans` (`clients.DecidedRead`).
 
     Sets `ends[partition]` to the offset of each partition's EOF.
 
@@ -47,22 +45,11 @@ def batches(consumer: Consumer, topic: str, spans: list[Span],
     """
     for partition, low, end in spans:
         consumer.assign([KafkaPartition(topic, partition, low)])
-        eof: int | None = None  # where the committed records ended, when last asked
-        settled = 0.0  # the wait for undecided transactions ends, from the first EOF on
-        while eof is None or (eof < end and time.monotonic() < settled):
-            batch = []
-            for message in consumer.consume(BATCH, timeout=1.0):
-                error = message.error()
-                if error is None:
-                    batch.append((message.offset() or 0, message.value() or b""))
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    settled = settled or time.monotonic() + SETTLE
-                    eof = message.offset() or 0
-                else:
-                    raise KafkaException(error)
-            if batch:
-                yield partition, batch
-        ends[partition] = eof
+        read = DecidedRead(consumer, end, BATCH)
+        for messages in read:
+            yield partition, [(m.offset() or 0, m.value() or b"") for m in messages]
+        assert read.eof is not None  # read to the end: it saw the end of partition
+        ends[partition] = read.eof
         consumer.unassign()
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
@@ -150,6 +151,47 @@ def decided_ends(bootstrap: str, topic: str, partitions: range,
         return {p: watermarks(consumer, KafkaPartition(topic, p))[1] for p in partitions}
     finally:
         consumer.close()
+
+
+class DecidedRead:
+    """An assigned partition's committed messages up to `end` (a `decided_ends` end), a
+    run of a fetched batch at a time (a run holds no error event), waiting up to `SETTLE`
+    seconds for the transactions below `end` to be decided.
+
+    Args:
+        consumer: A read_committed consumer, assigned the one partition to read.
+        end: Where the read ends once every transaction below it is decided.
+        size: Messages taken per fetch.
+
+    Attributes:
+        eof: Where the committed records ended when the read stopped (None until an end
+            of partition is seen): `end`, or less when a transaction stayed undecided.
+
+    Raises:
+        KafkaException: The cluster failed a fetch (while iterating).
+    """
+
+    def __init__(self, consumer: Consumer, end: int, size: int) -> None:
+        self.consumer, self.end, self.size = consumer, end, size
+        self.eof: int | None = None
+
+    def __iter__(self) -> Iterator[list[Message]]:
+        settled = 0.0  # the wait for undecided transactions ends, from the first EOF on
+        while self.eof is None or (self.eof < self.end and time.monotonic() < settled):
+            messages = next_batch(self.consumer, self.size, 1.0)
+            start = 0
+            for at in [*compress(range(len(messages)), map(Message.error, messages)), None]:
+                if messages[start:at]:  # the messages up to the next error event (or all)
+                    yield messages[start:at]
+                if at is None:
+                    break
+                error = messages[at].error()
+                assert error is not None
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise KafkaException(error)
+                settled = settled or time.monotonic() + SETTLE
+                self.eof = messages[at].offset() or 0
+                start = at + 1
 
 
 def watermarks(consumer: Consumer, tp: KafkaPartition, timeout: float = 15.0) -> tuple[int, int]:

@@ -10,14 +10,13 @@ follower dead-letters it) and is counted, not returned.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import eq
 from typing import cast
 
-from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka import Message
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from events.codec import decode_event
@@ -25,10 +24,9 @@ from events.errors import DecodeError
 from events.event import Event
 from events.topics import Topics, partition_for
 from projector.kafka.clients import (
-    SETTLE,
+    DecidedRead,
     decided_ends,
     new_consumer,
-    next_batch,
     partition_count,
     watermarks,
 )
@@ -110,7 +108,7 @@ class LogReader:
 
     def _fetched(self) -> Generator[list[Message], None, None]:
         """The partition's messages from `start` to `end`, a run of a fetched batch at a time
-        (its error events handled here)."""
+        (`clients.DecidedRead`)."""
         consumer = new_consumer(self.bootstrap, self.security, bulk=True)  # a whole partition
         try:
             count = partition_count(consumer, self.topics.events)
@@ -124,23 +122,7 @@ class LogReader:
             if self.start >= self.end:
                 return
             consumer.assign([KafkaPartition(self.topics.events, self.partition, self.start)])
-            settled = 0.0  # the wait for undecided transactions ends, from the first EOF on
-            while self.offset + 1 < self.end and not (settled and time.monotonic() > settled):
-                messages = next_batch(consumer, self._batch, 1.0)
-                start = 0
-                for at in [*compress(range(len(messages)), map(Message.error, messages)), None]:
-                    if messages[start:at]:  # the messages up to the next error event (or all)
-                        yield messages[start:at]
-                    if at is None:
-                        break
-                    error = messages[at].error()
-                    assert error is not None
-                    if error.code() != KafkaError._PARTITION_EOF:
-                        raise KafkaException(error)
-                    settled = settled or time.monotonic() + SETTLE
-                    if (messages[at].offset() or 0) >= self.end:
-                        return  # everything committed before the read began is read
-                    start = at + 1
+            yield from DecidedRead(consumer, self.end, self._batch)
         finally:
             consumer.close()
 
