@@ -4,13 +4,11 @@ Kafka (read_committed) → the envelope of each record (`streaming.decode.envelo
 the raw bytes ride along) → `groupBy(catalog)` + `transformWithStateInPandas` with
 `streaming.fold.CatalogFold` (sequencing, gap holding and publication gating
 per catalog, state in the RocksDB state store) → per micro-batch, in
-`foreachBatch`, one append to `changes` (the released mutations, decoded
-only now, and the catalogs' new positions; `streaming.changes`), and one to
-`quarantine` when a record did not decode or came from a fenced leader.
-Beside it, a second query (the log query) appends every record to
-`metadata_log`. No MERGE and no state read from Delta on the hot path. Every
-append's commit carries the batch's tag (`streaming.sink`), so a batch
-replayed after a crash writes nothing twice.
+`foreachBatch`, one append each to `changes` (the released mutations, decoded
+only now, and the catalogs' new positions; `streaming.changes`),
+`metadata_log` and `quarantine`. No MERGE and no state read from Delta on the
+hot path. Every append's commit carries the batch's tag (`streaming.sink`),
+so a batch replayed after a crash writes nothing twice.
 
 Current state is read by merging the compacted per-kind tables with the newer
 tail of `changes` (`streaming.current`, `streaming.read`); the compaction
@@ -21,10 +19,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from pyspark.errors import StreamingQueryException
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
@@ -99,6 +98,7 @@ class ProjectionConfig:
         max_offsets_per_trigger: At most this many records per micro-batch (all if None).
         trigger_seconds: The micro-batch interval of a continuous run.
         once: Process everything available, then stop (`availableNow`).
+        write_threads: How many of a batch's appends (at most 3) run at once.
         compact_seconds: A continuous run compacts the per-kind tables this often
             (0: never; `metalog project compact` does it on demand).
         maintain_seconds: A continuous run OPTIMIZEs and VACUUMs `changes` this often
@@ -114,6 +114,7 @@ class ProjectionConfig:
     max_offsets_per_trigger: int | None = None
     trigger_seconds: float = 1.0
     once: bool = False
+    write_threads: int = 3
     compact_seconds: float = 30.0
     maintain_seconds: float = 3600.0
     security: KafkaSecurity = PLAINTEXT
@@ -144,7 +145,7 @@ class BatchWriter:
 
     def __init__(self, config: ProjectionConfig) -> None:
         self.config = config
-        self._appends = sink.TaggedAppends(config.checkpoint)
+        self._appends = sink.TaggedAppends(config.checkpoint, config.write_threads)
         # Built once: the `changes` plan's expressions cost ≈ 1 s of calls into
         # the JVM per batch when built anew (`ChangeRows`).
         self._change_rows = ChangeRows()
@@ -153,38 +154,25 @@ class BatchWriter:
         """Append one folded micro-batch."""
         spark = batch.sparkSession
         started = time.monotonic()
-        # The fold runs once, inside the job of the `changes` append: that job
-        # caches its rows as it computes them (for `quarantine`, which only a
-        # record that did not decode or a fenced leader's fills) and counts
-        # them by row type (an observation of the same job). The batch id
-        # rides as a column (see `ChangeRows`).
+        # The fold runs once: every append starts from these rows, cached by
+        # the one job that also counts them (a `localCheckpoint` would be a
+        # job of its own before the count). The batch id rides as a column
+        # (see `change_rows`).
         folded = batch.withColumn("batch_id", F.lit(batch_id).cast("long")).persist()
-        counted = Observation()
-        observed = folded.observe(counted, *_counts())
-        changes, quarantine = self.config.path(CHANGES), self.config.path("quarantine")
-        appended: list[str] = []
-
-        def append_changes() -> None:
-            sink.append(self._change_rows(observed), changes)
-            appended.append(changes)
-
-        def append_quarantine() -> None:
-            rows = quarantine_rows(folded)
-            # A replay whose `changes` had committed before the crash has no count.
-            if counted.get["quarantine"] if appended else not rows.isEmpty():
-                sink.append(rows, quarantine)
-
-        self._appends.run(spark, batch_id, {changes: append_changes,
-                                            quarantine: append_quarantine})
+        counts = {row["row_type"]: int(row["count"])
+                  for row in folded.groupBy("row_type").count().collect()}
+        folded_at = time.monotonic()
+        appends: dict[str, Callable[[], None]] = {}
+        if counts.get("change") or counts.get("state"):
+            appends[self.config.path(CHANGES)] = lambda: sink.append(
+                self._change_rows(folded), self.config.path(CHANGES))
+        if counts.get("quarantine"):
+            appends[self.config.path("quarantine")] = lambda: sink.append(
+                quarantine_rows(folded), self.config.path("quarantine"))
+        self._appends.run(spark, batch_id, appends)
         folded.unpersist()
-        LOG.info("batch %d appended in %.1f s (%s)", batch_id, time.monotonic() - started,
-                 counted.get if appended else "replayed")
-
-
-def _counts() -> list[Column]:
-    """A folded batch's rows by row type."""
-    return [F.count_if(F.col("row_type") == kind).alias(kind)
-            for kind in ("change", "state", "quarantine")]
+        LOG.info("batch %d appended in %.1f s (fold and count %.1f s; %s)", batch_id,
+                 time.monotonic() - started, folded_at - started, counts)
 
 
 class LogWriter:

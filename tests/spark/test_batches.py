@@ -54,7 +54,7 @@ def _folded(spark: SparkSession, events: list[Event]) -> DataFrame:
 def _config(tmp_path: Path) -> ProjectionConfig:
     """A projection whose two checkpoints hold their query ids, as after a first start."""
     config = ProjectionConfig("unused:9092", "events", str(tmp_path / "tables"),
-                              str(tmp_path / "cp"))
+                              str(tmp_path / "cp"), write_threads=1)
     for at, query_id in ((config.checkpoint, "fold-1"), (config.log_checkpoint, "log-1")):
         Path(at).mkdir(parents=True)
         (Path(at) / "metadata").write_text(json.dumps({"id": query_id}))
