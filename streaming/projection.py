@@ -4,10 +4,11 @@ Kafka (read_committed) → the envelope of each record (`streaming.decode.envelo
 the raw bytes ride along) → `groupBy(catalog)` + `transformWithStateInPandas` with
 `streaming.fold.CatalogFold` (sequencing, gap holding and publication gating
 per catalog, state in the RocksDB state store) → per micro-batch, in
-`foreachBatch`, one append each to `changes` (the released mutations, decoded
-only now, and the catalogs' new positions; `streaming.changes`),
-`metadata_log` and `quarantine`. No MERGE and no state read from Delta on the
-hot path. Every append's commit carries the batch's tag (`streaming.sink`),
+`foreachBatch`, one append to `changes` (the released mutations, decoded
+only now, and the catalogs' new positions; `streaming.changes`), and one to
+`quarantine` when a record did not decode or came from a fenced leader.
+Beside it, a second query (the log query) appends every record to
+`metadata_log`. No MERGE and no state read from Delta on the hot path. Every append's commit carries the batch's tag (`streaming.sink`),
 so a batch replayed after a crash writes nothing twice.
 
 Current state is read by merging the compacted per-kind tables with the newer
