@@ -7,7 +7,10 @@ one ``local[2]`` Spark session measures, for the projection (`metalog
 project`: envelope decode, the stateful fold and one append to `changes` per
 batch, and beside it the log query's append to `metadata_log`; a run ends
 with the later of the two) and for a plain copy of the same topic appended
-raw to one Delta table (the limit):
+raw to one Delta table (the limit), and for the floor of any fold kept in the
+state store (`bench.projection_jobs`: envelopes decoded, grouped by catalog
+through a stateful handler that passes every record through, one append per
+batch):
 
 1. throughput: the first ``--events`` events pre-written to a topic, each job
    run with ``availableNow`` and the same ``maxOffsetsPerTrigger``. A query's
@@ -23,8 +26,8 @@ raw to one Delta table (the limit):
    rate in turn. Each event's freshness is its ack → the first Delta commit
    that covers it (`bench.visible`): `changes` reaching its
    (catalog, resource_version) for the projection (from then on
-   `streaming.read.read_current` returns it), the copy table reaching its
-   (partition, offset) for the copy.
+   `streaming.read.read_current` returns it), the floor's table reaching the
+   same, the copy table reaching its (partition, offset) for the copy.
 
 The load average is printed before each measured run (the machine is
 shared). Prints markdown tables for docs/benchmarks/projection.md.
@@ -44,11 +47,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from bench import visible
+from bench.projection_jobs import copy_query, floor_query
 from bench.rate import RateRun, RateThread
 from bench.workload import Workload, encoded, produce
 from events.topics import Topics
@@ -58,32 +62,20 @@ from metalog.spark_session import spark_session
 from metalog.stack_config import StackConfig
 from projector.kafka.topics import create_metalog_topics
 from streaming.compact import PROJECTION_POOL, Maintenance, compact
-from streaming.projection import ProjectionConfig, ensure_tables, kafka_source, start_projection
+from streaming.projection import ProjectionConfig, ensure_tables, start_projection
 from streaming.queries import Projection
 from streaming.read import read_current, table_uri
 
 BENCH_PORT = 19792
 PARTITIONS = 3
-JOBS = ("projection", "copy")
-
-
-def copy_query(spark: SparkSession, config: ProjectionConfig, table: str) -> StreamingQuery:
-    """The limit: the same source, every record appended raw to one Delta table."""
-    def append(batch: DataFrame, _batch_id: int) -> None:
-        batch.write.format("delta").mode("append").save(table)
-
-    writer = (kafka_source(spark, config).writeStream.foreachBatch(append)
-              .option("checkpointLocation", f"{config.checkpoint}-copy"))
-    if config.once:
-        return writer.trigger(availableNow=True).start()
-    return writer.trigger(processingTime=f"{config.trigger_seconds} seconds").start()
-
-
+JOBS = ("projection", "floor", "copy")
 def start(spark: SparkSession, job: str,
           config: ProjectionConfig) -> StreamingQuery | Projection:
-    """Start `job` (projection: its fold and log queries; copy) on `config`."""
+    """Start `job` (projection: its fold and log queries; floor; copy) on `config`."""
     if job == "projection":
         return start_projection(spark, config)
+    if job == "floor":
+        return floor_query(spark, config, config.path("floor"))
     return copy_query(spark, config, config.path("copy"))
 
 
@@ -169,7 +161,8 @@ class Freshness:
 def _visibility(job: str) -> tuple[str, tuple[str, str]]:
     """The table whose commits make a record visible, and its (group, position) columns."""
     return (("changes", ("catalog", "resource_version")) if job == "projection"
-            else ("copy", ("partition", "offset")))
+            else (job, ("partition", "offset")) if job == "copy"
+            else (job, ("catalog", "resource_version")))
 
 
 def _caught_up(job: str, config: ProjectionConfig, targets: dict[object, int]) -> bool:
@@ -201,7 +194,7 @@ def _offer(job: str, config: ProjectionConfig, query: StreamingQuery | Projectio
         raise producer.error
     run = producer.result
     assert run is not None
-    if job == "projection":
+    if job != "copy":
         positions: list[tuple[object, int]] = [
             (catalog, rv) for (catalog, _), rv in zip(records, rvs, strict=True)]
     else:
@@ -349,7 +342,8 @@ def main() -> None:
     parser.add_argument("--tail", type=int, default=10_000, help="merged read: tail rows")
     parser.add_argument("--skip", default="",
                         help="comma list: throughput, freshness, merged")
-    parser.add_argument("--jobs", default=",".join(JOBS), help="comma list: projection, copy")
+    parser.add_argument("--jobs", default=",".join(JOBS),
+                        help="comma list: projection, floor, copy")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",") if r]
     skip = set(args.skip.split(","))
@@ -442,9 +436,11 @@ def _print(args: argparse.Namespace, results: dict[str, dict[str, object]],
             print(f"| {job} | {t.rate:,.0f} | {t.batches} ({t.rows:,} events in "
                   f"{t.steady_s:.1f} s) | {t.steady_batch_s:.2f} s | {t.first_s:.1f} s; "
                   f"{t.first_batch_s:.1f} s |")
-        if {"projection", "copy"} <= results.keys():
-            ratio = (_rate(results["projection"]) / max(_rate(results["copy"]), 1e-9))
-            print(f"\nprojection ÷ copy, steady state: {ratio:.2f}")
+        if "copy" in results:
+            for job in ("projection", "floor"):
+                if job in results:
+                    ratio = _rate(results[job]) / max(_rate(results["copy"]), 1e-9)
+                    print(f"\n{job} ÷ copy, steady state: {ratio:.2f}")
     if rates and all(f"fresh {rates[0]:.0f}" in r for r in results.values()):
         print(f"\nFreshness (ack → visible in Delta), p50 / p99, trigger {args.trigger} s, "
               f"{args.seconds} s offered per rate after a {args.warmup_seconds} s warm-up\n")

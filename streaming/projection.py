@@ -8,8 +8,9 @@ per catalog, state in the RocksDB state store) → per micro-batch, in
 only now, and the catalogs' new positions; `streaming.changes`), and one to
 `quarantine` when a record did not decode or came from a fenced leader.
 Beside it, a second query (the log query) appends every record to
-`metadata_log`. No MERGE and no state read from Delta on the hot path. Every append's commit carries the batch's tag (`streaming.sink`),
-so a batch replayed after a crash writes nothing twice.
+`metadata_log`. No MERGE and no state read from Delta on the hot path. Every
+append's commit carries the batch's tag (`streaming.sink`), so a batch
+replayed after a crash writes nothing twice.
 
 Current state is read by merging the compacted per-kind tables with the newer
 tail of `changes` (`streaming.current`, `streaming.read`); the compaction

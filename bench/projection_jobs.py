@@ -1,0 +1,84 @@
+"""The jobs `bench.projection` measures the projection against: the copy and the floor.
+
+- The copy (the limit): the same topic, every record appended raw to one
+  Delta table per batch.
+- The floor of any fold kept in the state store: the projection's fold query
+  without its work. Envelopes decoded (`streaming.decode.envelope`), grouped by
+  catalog in one shuffle partition through a `transformWithStateInPandas`
+  handler that reads and writes no state and passes every record through, then
+  one plain append per batch: no gate, no mutations decoded, no counting job,
+  no log query beside it. Whatever a fold in the state store adds, it adds to
+  this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, StreamingQuery
+
+from streaming.decode import envelope
+from streaming.projection import (
+    FOLD_PARTITIONS,
+    SESSION_CONF,
+    SHUFFLE_PARTITIONS,
+    ProjectionConfig,
+    kafka_source,
+)
+
+FLOOR_OUTPUT = "catalog string, resource_version long, value binary"
+
+
+class PassThrough(StatefulProcessor):
+    """The floor's handler: every record out as it came in, no state read or written."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        """Nothing to declare."""
+
+    def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame],
+                        timerValues: Any) -> Iterator[pd.DataFrame]:
+        """The batch's records of one catalog, unchanged."""
+        for chunk in rows:
+            yield chunk[["catalog", "resource_version", "value"]]
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def floor_query(spark: SparkSession, config: ProjectionConfig, table: str) -> StreamingQuery:
+    """The least a state-store fold costs: envelopes decoded, grouped by catalog through a
+    pass-through stateful handler in one partition, one append per batch."""
+    for key, value in SESSION_CONF.items():  # the projection's state store and Delta confs
+        spark.conf.set(key, value)
+    events = envelope(kafka_source(spark, config)).where(F.col("catalog").isNotNull())
+    shuffle = spark.conf.get(SHUFFLE_PARTITIONS)
+    spark.conf.set(SHUFFLE_PARTITIONS, str(FOLD_PARTITIONS))
+    try:
+        return _started(events.groupBy("catalog").transformWithStateInPandas(
+            PassThrough(), FLOOR_OUTPUT, "Append", "None"), config, table, "floor")
+    finally:
+        if shuffle is None:
+            spark.conf.unset(SHUFFLE_PARTITIONS)
+        else:
+            spark.conf.set(SHUFFLE_PARTITIONS, shuffle)
+
+
+def copy_query(spark: SparkSession, config: ProjectionConfig, table: str) -> StreamingQuery:
+    """The limit: the same source, every record appended raw to one Delta table."""
+    return _started(kafka_source(spark, config), config, table, "copy")
+
+
+def _started(rows: DataFrame, config: ProjectionConfig, table: str, job: str) -> StreamingQuery:
+    """`rows` appended to `table` once per batch, with the projection's trigger."""
+    def append(batch: DataFrame, _batch_id: int) -> None:
+        batch.write.format("delta").mode("append").save(table)
+
+    writer = (rows.writeStream.foreachBatch(append)
+              .option("checkpointLocation", f"{config.checkpoint}-{job}"))
+    if config.once:
+        return writer.trigger(availableNow=True).start()
+    return writer.trigger(processingTime=f"{config.trigger_seconds} seconds").start()
