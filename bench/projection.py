@@ -69,6 +69,8 @@ from streaming.read import read_current, table_uri
 BENCH_PORT = 19792
 PARTITIONS = 3
 JOBS = ("projection", "floor", "copy")
+
+
 def start(spark: SparkSession, job: str,
           config: ProjectionConfig) -> StreamingQuery | Projection:
     """Start `job` (projection: its fold and log queries; floor; copy) on `config`."""
@@ -160,9 +162,9 @@ class Freshness:
 
 def _visibility(job: str) -> tuple[str, tuple[str, str]]:
     """The table whose commits make a record visible, and its (group, position) columns."""
-    return (("changes", ("catalog", "resource_version")) if job == "projection"
-            else (job, ("partition", "offset")) if job == "copy"
-            else (job, ("catalog", "resource_version")))
+    if job == "copy":
+        return job, ("partition", "offset")
+    return ("changes" if job == "projection" else job), ("catalog", "resource_version")
 
 
 def _caught_up(job: str, config: ProjectionConfig, targets: dict[object, int]) -> bool:
