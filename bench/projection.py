@@ -44,15 +44,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 from bench import visible
-from bench.projection_jobs import copy_query, floor_query
+from bench.projection_jobs import JOBS, start
+from bench.projection_merged import merged_read
 from bench.rate import RateRun, RateThread
 from bench.workload import Workload, encoded, produce
 from events.topics import Topics
@@ -61,26 +60,12 @@ from metalog.cli_project import FAIR_POOLS
 from metalog.spark_session import spark_session
 from metalog.stack_config import StackConfig
 from projector.kafka.topics import create_metalog_topics
-from streaming.compact import PROJECTION_POOL, Maintenance, compact
-from streaming.projection import ProjectionConfig, ensure_tables, start_projection
+from streaming.compact import PROJECTION_POOL, Maintenance
+from streaming.projection import ProjectionConfig
 from streaming.queries import Projection
-from streaming.read import read_current, table_uri
 
 BENCH_PORT = 19792
 PARTITIONS = 3
-JOBS = ("projection", "floor", "copy")
-
-
-def start(spark: SparkSession, job: str,
-          config: ProjectionConfig) -> StreamingQuery | Projection:
-    """Start `job` (projection: its fold and log queries; floor; copy) on `config`."""
-    if job == "projection":
-        return start_projection(spark, config)
-    if job == "floor":
-        return floor_query(spark, config, config.path("floor"))
-    return copy_query(spark, config, config.path("copy"))
-
-
 @dataclass
 class Throughput:
     """One availableNow run: its first batch, and the steady state after the warm-up."""
@@ -259,59 +244,6 @@ def freshness(spark: SparkSession, job: str, config: ProjectionConfig,
         out.append(Freshness(phase.rate, phase.run.achieved_rate, lags,
                              sum(at is None for at in seen), phase.batches, phase.load))
     return first, out
-
-
-@dataclass
-class MergedRead:
-    """The merged read of one kind at scale, and one compaction of it."""
-
-    keys: int
-    tail: int
-    read_s: float
-    rows: int
-    compact_s: float
-
-
-def merged_read(spark: SparkSession, root: Path, keys: int, tail: int) -> MergedRead:
-    """Time `read_current` over `keys` compacted rows + `tail` newer rows, then `compact`."""
-    config = ProjectionConfig("unused:9092", "unused", str(root / "tables"), str(root / "cp"))
-    ensure_tables(spark, config)  # empty tables with the projection's schemas
-    schemas = {name: pa.schema(DeltaTable(table_uri(config.delta_dir, name)).schema().to_arrow())
-               for name in ("table_name", "changes")}
-    ids = pa.array(range(keys), pa.int64())
-    keys_text = pc.binary_join_element_wise("__table_name/c/db/t", pc.cast(ids, pa.string()), "")
-    compacted = pa.table({
-        "catalog": pa.array(["c"] * keys), "key": keys_text,
-        "schema_name": pa.array(["db"] * keys), "table_name": pc.cast(ids, pa.string()),
-        "table_id": ids, "schema_epoch": ids, "resource_version": ids}).cast(
-        schemas["table_name"])
-    write_deltalake(table_uri(config.delta_dir, "table_name"), compacted, mode="overwrite")
-    changed = ids[:tail]  # the tail rewrites `tail` keys, one in ten of them a DELETE
-    ops = pa.array(["DELETE" if i % 10 == 0 else "PUT" for i in range(tail)])
-    columns: dict[str, pa.Array] = {
-        "catalog": pa.array(["c"] * tail), "key": keys_text[:tail],
-        "kind": pa.array(["table_name"] * tail), "op": ops,
-        "schema_epoch": pc.add(changed, keys), "resource_version": pc.add(changed, keys),
-        "pos": pa.array([0] * tail, pa.int64()), "batch_id": pa.array([0] * tail, pa.int64())}
-    changes_schema = schemas["changes"]
-    struct = changes_schema.field("table_name").type
-    columns["table_name"] = pa.StructArray.from_arrays(
-        [pa.array(["db"] * tail), pc.cast(changed, pa.string()), pc.add(changed, keys)],
-        fields=list(struct))
-    for field in changes_schema:
-        if field.name not in columns:
-            columns[field.name] = pa.nulls(tail, field.type)
-    write_deltalake(table_uri(config.delta_dir, "changes"),
-                    pa.table(columns).select(changes_schema.names).cast(changes_schema),
-                    mode="append")
-    best, rows = float("inf"), 0
-    for _ in range(3):
-        began = time.perf_counter()
-        rows = read_current(config.delta_dir, "table_name").num_rows
-        best = min(best, time.perf_counter() - began)
-    began = time.perf_counter()
-    compact(spark, config.delta_dir)
-    return MergedRead(keys, tail, best, rows, time.perf_counter() - began)
 
 
 def _topic(bootstrap: str, prefix: str) -> str:

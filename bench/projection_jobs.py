@@ -23,13 +23,15 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, St
 
 from streaming.decode import envelope
 from streaming.projection import (
-    FOLD_PARTITIONS,
     SESSION_CONF,
-    SHUFFLE_PARTITIONS,
     ProjectionConfig,
+    fold_partitions,
     kafka_source,
+    start_projection,
 )
+from streaming.queries import Projection
 
+JOBS = ("projection", "floor", "copy")
 FLOOR_OUTPUT = "catalog string, resource_version long, value binary"
 
 
@@ -49,22 +51,25 @@ class PassThrough(StatefulProcessor):
         """Nothing to release."""
 
 
+def start(spark: SparkSession, job: str,
+          config: ProjectionConfig) -> StreamingQuery | Projection:
+    """Start `job` (one of `JOBS`; the projection: its fold and log queries) on `config`."""
+    if job == "projection":
+        return start_projection(spark, config)
+    if job == "floor":
+        return floor_query(spark, config, config.path("floor"))
+    return copy_query(spark, config, config.path("copy"))
+
+
 def floor_query(spark: SparkSession, config: ProjectionConfig, table: str) -> StreamingQuery:
     """The least a state-store fold costs: envelopes decoded, grouped by catalog through a
     pass-through stateful handler in one partition, one append per batch."""
     for key, value in SESSION_CONF.items():  # the projection's state store and Delta confs
         spark.conf.set(key, value)
     events = envelope(kafka_source(spark, config)).where(F.col("catalog").isNotNull())
-    shuffle = spark.conf.get(SHUFFLE_PARTITIONS)
-    spark.conf.set(SHUFFLE_PARTITIONS, str(FOLD_PARTITIONS))
-    try:
+    with fold_partitions(spark):
         return _started(events.groupBy("catalog").transformWithStateInPandas(
             PassThrough(), FLOOR_OUTPUT, "Append", "None"), config, table, "floor")
-    finally:
-        if shuffle is None:
-            spark.conf.unset(SHUFFLE_PARTITIONS)
-        else:
-            spark.conf.set(SHUFFLE_PARTITIONS, shuffle)
 
 
 def copy_query(spark: SparkSession, config: ProjectionConfig, table: str) -> StreamingQuery:

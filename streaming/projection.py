@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from pyspark.errors import StreamingQueryException
@@ -275,25 +276,35 @@ def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projectio
                  .queryName(f"metalog-log-{config.topic}")
                  .option("checkpointLocation", config.log_checkpoint)
                  .foreachBatch(LogWriter(config)), config)
-    # The fold's partitions are the shuffle's: set only while the query starts (it
-    # copies the session's confs, and a new checkpoint keeps the value for good;
-    # an existing one keeps its own), so the rest of the session keeps its own.
-    shuffle = spark.conf.get(SHUFFLE_PARTITIONS)
-    spark.conf.set(SHUFFLE_PARTITIONS, str(FOLD_PARTITIONS))
     try:
-        fold = _start(folded(kafka_source(spark, config)).writeStream
-                      .queryName(f"metalog-projection-{config.topic}")
-                      .option("checkpointLocation", config.checkpoint)
-                      .foreachBatch(BatchWriter(config)), config)
+        with fold_partitions(spark):
+            fold = _start(folded(kafka_source(spark, config)).writeStream
+                          .queryName(f"metalog-projection-{config.topic}")
+                          .option("checkpointLocation", config.checkpoint)
+                          .foreachBatch(BatchWriter(config)), config)
     except Exception:
         log.stop()
         raise
+    return Projection(fold, log)
+
+
+@contextmanager
+def fold_partitions(spark: SparkSession) -> Iterator[None]:
+    """`FOLD_PARTITIONS` shuffle partitions for a fold query started in the block.
+
+    The fold's partitions are the shuffle's: set only while the query starts (it
+    copies the session's confs, and a new checkpoint keeps the value for good; an
+    existing one keeps its own), so the rest of the session keeps its own.
+    """
+    shuffle = spark.conf.get(SHUFFLE_PARTITIONS)
+    spark.conf.set(SHUFFLE_PARTITIONS, str(FOLD_PARTITIONS))
+    try:
+        yield
     finally:
         if shuffle is None:
             spark.conf.unset(SHUFFLE_PARTITIONS)
         else:
             spark.conf.set(SHUFFLE_PARTITIONS, shuffle)
-    return Projection(fold, log)
 
 
 def _start(writer: DataStreamWriter, config: ProjectionConfig) -> StreamingQuery:
