@@ -1,11 +1,12 @@
 """Compaction off the hot path: refresh the per-kind tables from `changes`; OPTIMIZE/VACUUM it.
 
-`compact` reads `changes` at its latest Delta version, rewrites each per-kind
-table whose kind has newer rows with its merged current state
-(`streaming.current.current` at that version), then appends a `compaction`
-row with the batch and version it reached. Readers merge the tables with the
-rows after that batch, so a compaction changes what they read by nothing but
-speed; until it runs, the tail they merge grows by one batch per trigger.
+`compact` reads the tail of `changes` once, at its latest Delta version,
+rewrites each per-kind table whose kind has newer rows with its merged
+current state (`streaming.current.merge` of the table and that tail), then
+appends a `compaction` row with the batch and version it reached. Readers
+merge the tables with the rows after that batch, so a compaction changes what
+they read by nothing but speed; until it runs, the tail they merge grows by
+one batch per trigger.
 
 `Maintenance` runs both on a schedule inside `metalog project`, in a FAIR
 scheduler pool of its own (`POOL`) so a micro-batch never waits for it.
@@ -24,7 +25,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from streaming.changes import COMPACTION_SCHEMA
-from streaming.current import compacted_batch, current
+from streaming.current import compacted_batch, merge, tail_rows
 from streaming.layout import CHANGES, COMPACTION, KIND_TABLES, KINDS
 
 LOG = logging.getLogger(__name__)
@@ -72,18 +73,23 @@ def compact(spark: SparkSession, root: str) -> Compaction | None:
     assert last is not None
     version = int(last["version"])
     after = compacted_batch(spark, root)
-    changes = spark.read.format("delta").option("versionAsOf", version).load(
-        _path(root, CHANGES)).where(F.col("batch_id") > after)
-    found = changes.groupBy("kind").agg(F.max("batch_id").alias("batch_id")).collect()
-    newest = {row["kind"]: int(row["batch_id"]) for row in found}
-    if not newest:
-        return None
-    tables = tuple(t for t in KIND_TABLES if KINDS[t] in newest)
-    for table in tables:
-        # The merged frame reads the table it replaces: Delta reads one
-        # snapshot and the overwrite replaces exactly its files.
-        current(spark, root, table, changes_version=version).write.format("delta").mode(
-            "overwrite").save(_path(root, table))
+    # The tail is read once, at one version, for every table it changes.
+    tail = spark.read.format("delta").option("versionAsOf", version).load(
+        _path(root, CHANGES)).where(F.col("batch_id") > after).persist()
+    try:
+        found = tail.groupBy("kind").agg(F.max("batch_id").alias("batch_id")).collect()
+        newest = {row["kind"]: int(row["batch_id"]) for row in found}
+        if not newest:
+            return None
+        tables = tuple(t for t in KIND_TABLES if KINDS[t] in newest)
+        for table in tables:
+            # The merged frame reads the table it replaces: Delta reads one
+            # snapshot and the overwrite replaces exactly its files.
+            compacted = spark.read.format("delta").load(_path(root, table))
+            merge(compacted, tail_rows(tail, table, after), table).write.format("delta").mode(
+                "overwrite").save(_path(root, table))
+    finally:
+        tail.unpersist()
     reached = max(newest.values())
     spark.createDataFrame([(reached, version, datetime.now(UTC))], COMPACTION_SCHEMA).write.format(
         "delta").mode("append").save(_path(root, COMPACTION))
