@@ -23,11 +23,12 @@ from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, St
 
 from streaming.decode import envelope
 from streaming.projection import (
-    SESSION_CONF,
     ProjectionConfig,
+    configure,
     fold_partitions,
     kafka_source,
     start_projection,
+    start_query,
 )
 from streaming.queries import Projection
 
@@ -64,8 +65,7 @@ def start(spark: SparkSession, job: str,
 def floor_query(spark: SparkSession, config: ProjectionConfig, table: str) -> StreamingQuery:
     """The least a state-store fold costs: envelopes decoded, grouped by catalog through a
     pass-through stateful handler in one partition, one append per batch."""
-    for key, value in SESSION_CONF.items():  # the projection's state store and Delta confs
-        spark.conf.set(key, value)
+    configure(spark)  # the projection's state store and Delta confs
     events = envelope(kafka_source(spark, config)).where(F.col("catalog").isNotNull())
     with fold_partitions(spark):
         return _started(events.groupBy("catalog").transformWithStateInPandas(
@@ -82,8 +82,5 @@ def _started(rows: DataFrame, config: ProjectionConfig, table: str, job: str) ->
     def append(batch: DataFrame, _batch_id: int) -> None:
         batch.write.format("delta").mode("append").save(table)
 
-    writer = (rows.writeStream.foreachBatch(append)
-              .option("checkpointLocation", f"{config.checkpoint}-{job}"))
-    if config.once:
-        return writer.trigger(availableNow=True).start()
-    return writer.trigger(processingTime=f"{config.trigger_seconds} seconds").start()
+    return start_query(rows.writeStream.foreachBatch(append)
+                       .option("checkpointLocation", f"{config.checkpoint}-{job}"), config)

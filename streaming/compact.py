@@ -2,7 +2,7 @@
 
 `compact` reads the tail of `changes` once, at its latest Delta version,
 rewrites each per-kind table whose kind has newer rows with its merged
-current state (`streaming.current.merge` of the table and that tail), then
+current state (`streaming.current.merged`: the table and that tail), then
 appends a `compaction` row with the batch and version it reached. Readers
 merge the tables with the rows after that batch, so a compaction changes what
 they read by nothing but speed; until it runs, the tail they merge grows by
@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from streaming.changes import COMPACTION_SCHEMA
-from streaming.current import compacted_batch, merge, tail_rows
+from streaming.current import compacted_batch, merged
 from streaming.layout import CHANGES, COMPACTION, KIND_TABLES, KINDS
 
 LOG = logging.getLogger(__name__)
@@ -85,8 +85,7 @@ def compact(spark: SparkSession, root: str) -> Compaction | None:
         for table in tables:
             # The merged frame reads the table it replaces: Delta reads one
             # snapshot and the overwrite replaces exactly its files.
-            compacted = spark.read.format("delta").load(_path(root, table))
-            merge(compacted, tail_rows(tail, table, after), table).write.format("delta").mode(
+            merged(spark, root, table, tail, after).write.format("delta").mode(
                 "overwrite").save(_path(root, table))
     finally:
         tail.unpersist()

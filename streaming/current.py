@@ -83,11 +83,17 @@ def current(spark: SparkSession, root: str, table: str,
         raise ValueError(f"`{table}` is not a per-kind table: use one of "
                          f"{', '.join(KIND_TABLES)}")
     after = compacted_batch(spark, root)
-    compacted = spark.read.format("delta").load(_path(root, table))
     reader = spark.read.format("delta")
     if changes_version is not None:
         reader = reader.option("versionAsOf", changes_version)
-    return merge(compacted, tail_rows(reader.load(_path(root, CHANGES)), table, after), table)
+    return merged(spark, root, table, reader.load(_path(root, CHANGES)), after)
+
+
+def merged(spark: SparkSession, root: str, table: str, changes: DataFrame,
+           after_batch: int) -> DataFrame:
+    """`table` as stored, merged with its kind's `changes` rows after `after_batch`."""
+    compacted = spark.read.format("delta").load(_path(root, table))
+    return merge(compacted, tail_rows(changes, table, after_batch), table)
 
 
 def register_views(spark: SparkSession, root: str) -> None:

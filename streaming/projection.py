@@ -263,22 +263,21 @@ def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projectio
     Returns:
         The running queries; with `config.once` they stop by themselves when caught up.
     """
-    for key, value in SESSION_CONF.items():
-        spark.conf.set(key, value)
+    configure(spark)
     ensure_tables(spark, config)
     # The log query starts first: once a fold has committed a batch, a missing log
     # checkpoint can only be an older projection's.
     starting = "earliest"
     if not checkpoint.exists(spark, config.log_checkpoint):
         starting = checkpoint.committed_offsets(spark, config.checkpoint) or starting
-    log = _start(log_rows(envelope(kafka_source(spark, config, starting))
+    log = start_query(log_rows(envelope(kafka_source(spark, config, starting))
                           .where(F.col("catalog").isNotNull())).writeStream
                  .queryName(f"metalog-log-{config.topic}")
                  .option("checkpointLocation", config.log_checkpoint)
                  .foreachBatch(LogWriter(config)), config)
     try:
         with fold_partitions(spark):
-            fold = _start(folded(kafka_source(spark, config)).writeStream
+            fold = start_query(folded(kafka_source(spark, config)).writeStream
                           .queryName(f"metalog-projection-{config.topic}")
                           .option("checkpointLocation", config.checkpoint)
                           .foreachBatch(BatchWriter(config)), config)
@@ -307,7 +306,15 @@ def fold_partitions(spark: SparkSession) -> Iterator[None]:
             spark.conf.set(SHUFFLE_PARTITIONS, shuffle)
 
 
-def _start(writer: DataStreamWriter, config: ProjectionConfig) -> StreamingQuery:
+def configure(spark: SparkSession) -> None:
+    """Set the projection's session confs (`SESSION_CONF`) on `spark`."""
+    for key, value in SESSION_CONF.items():
+        spark.conf.set(key, value)
+
+
+def start_query(writer: DataStreamWriter, config: ProjectionConfig) -> StreamingQuery:
+    """Start a query with the projection's trigger: `availableNow` with `config.once`,
+    else every `config.trigger_seconds`."""
     if config.once:
         return writer.trigger(availableNow=True).start()
     return writer.trigger(processingTime=f"{config.trigger_seconds} seconds").start()
