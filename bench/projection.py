@@ -269,7 +269,6 @@ def main() -> None:
     parser.add_argument("--catch-up", type=float, default=120.0,
                         help="freshness: how long to wait for the job after the last ack (s); "
                              "events still not visible then count as never visible")
-    parser.add_argument("--write-threads", type=int, default=ProjectionConfig.write_threads)
     parser.add_argument("--compact", type=float, default=ProjectionConfig.compact_seconds,
                         help="freshness: compaction period of the projection (s)")
     parser.add_argument("--keys", type=int, default=1_000_000, help="merged read: keys")
@@ -310,7 +309,6 @@ def main() -> None:
             def config(name: str, topic: str, **kw: object) -> ProjectionConfig:
                 return ProjectionConfig(broker.bootstrap, topic, str(root / name / "tables"),
                                         str(root / name / "cp"),
-                                        write_threads=args.write_threads,
                                         compact_seconds=args.compact, **kw)  # type: ignore[arg-type]
 
             if "throughput" not in skip:
@@ -357,8 +355,7 @@ def _fresh_cells(result: object) -> str:
 
 def _print(args: argparse.Namespace, results: dict[str, dict[str, object]],
            rates: list[float]) -> None:
-    print(f"\n{args.catalogs} catalogs, {PARTITIONS} partitions, write threads "
-          f"{args.write_threads}\n")
+    print(f"\n{args.catalogs} catalogs, {PARTITIONS} partitions\n")
     if all("throughput" in r for r in results.values()):
         print(f"Throughput: {args.events} events, maxOffsetsPerTrigger={args.batch}, "
               f"{args.warmup_batches} warm-up batches\n")

@@ -1,8 +1,9 @@
 """`bench.projection`'s merged read phase: `read_current` of one kind at scale, then a compaction.
 
 A synthetic compacted `table_name` of `keys` rows and a `changes` tail of
-`tail` rows (one in ten a DELETE) are written with `deltalake`, so the phase
-needs no broker and no running projection.
+`tail` released changes, each of one mutation (one in ten a DELETE), are
+written with `deltalake`, so the phase needs no broker and no running
+projection.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
+from bench.apply import grown_log
+from events.codec import decode_event_dict, encode_event, encode_event_dict
 from streaming.compact import compact
 from streaming.projection import ProjectionConfig, ensure_tables
 from streaming.read import read_current, table_uri
@@ -46,24 +49,20 @@ def merged_read(spark: SparkSession, root: Path, keys: int, tail: int) -> Merged
         "table_id": ids, "schema_epoch": ids, "resource_version": ids}).cast(
         schemas["table_name"])
     write_deltalake(table_uri(config.delta_dir, "table_name"), compacted, mode="overwrite")
-    changed = ids[:tail]  # the tail rewrites `tail` keys, one in ten of them a DELETE
-    ops = pa.array(["DELETE" if i % 10 == 0 else "PUT" for i in range(tail)])
-    columns: dict[str, pa.Array] = {
-        "catalog": pa.array(["c"] * tail), "key": keys_text[:tail],
-        "kind": pa.array(["table_name"] * tail), "op": ops,
-        "schema_epoch": pc.add(changed, keys), "resource_version": pc.add(changed, keys),
-        "pos": pa.array([0] * tail, pa.int64()), "batch_id": pa.array([0] * tail, pa.int64())}
-    changes_schema = schemas["changes"]
-    struct = changes_schema.field("table_name").type
-    columns["table_name"] = pa.StructArray.from_arrays(
-        [pa.array(["db"] * tail), pc.cast(changed, pa.string()), pc.add(changed, keys)],
-        fields=list(struct))
-    for field in changes_schema:
-        if field.name not in columns:
-            columns[field.name] = pa.nulls(tail, field.type)
+    change = next(event for event in grown_log(1, 5) if event.mutations)
+    base = decode_event_dict(encode_event(change))
+    rows_of_tail = []
+    for i in range(tail):  # the tail rewrites `tail` keys, one in ten of them a DELETE
+        key, version = f"__table_name/c/db/t{i}", keys + i
+        mutation = ({"key": key, "op": "DELETE", "value": None} if i % 10 == 0 else
+                    {"key": key, "op": "PUT", "value": {"type": "TableNameValue",
+                                                         "table_id": version}})
+        rows_of_tail.append({
+            "catalog": "c", "resource_version": version, "schema_epoch": version, "batch_id": 0,
+            "intent": base["intent"]["type"], "keys": [key],
+            "record": encode_event_dict({**base, "mutations": [mutation]})})
     write_deltalake(table_uri(config.delta_dir, "changes"),
-                    pa.table(columns).select(changes_schema.names).cast(changes_schema),
-                    mode="append")
+                    pa.Table.from_pylist(rows_of_tail, schemas["changes"]), mode="append")
     best, rows = float("inf"), 0
     for _ in range(3):
         began = time.perf_counter()

@@ -55,8 +55,7 @@ def submit_argv(args: argparse.Namespace) -> list[str]:
              "--checkpoint", str(Path(args.checkpoint).absolute()),
              "--trigger-seconds", str(args.trigger_seconds),
              "--compact-seconds", str(args.compact_seconds),
-             "--maintain-seconds", str(args.maintain_seconds),
-             "--write-threads", str(args.write_threads)]  # fmt: skip
+             "--maintain-seconds", str(args.maintain_seconds)]  # fmt: skip
     if args.max_offsets_per_trigger is not None:
         argv += ["--max-offsets-per-trigger", str(args.max_offsets_per_trigger)]
     return [*argv, "--once"] if args.once else argv
@@ -79,7 +78,6 @@ def _project(args: argparse.Namespace) -> int:
         max_offsets_per_trigger=args.max_offsets_per_trigger,
         trigger_seconds=args.trigger_seconds,
         once=args.once,
-        write_threads=args.write_threads,
         compact_seconds=args.compact_seconds,
         maintain_seconds=args.maintain_seconds,
         security=security(args, "projector"),
@@ -182,9 +180,6 @@ def add_parser(subparsers: Any) -> None:
                              "never (default: %(default)s)")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=None,
                         help="at most this many records per micro-batch (default: all)")
-    parser.add_argument("--write-threads", type=int, default=ProjectionConfig.write_threads,
-                        help="how many of a batch's Delta appends run at once (default: "
-                             "%(default)s)")
     parser.add_argument("--once", action="store_true",
                         help="project everything available now, then exit (availableNow)")
     parser.add_argument("--print-submit", action="store_true",

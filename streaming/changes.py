@@ -1,22 +1,30 @@
-"""The rows the projection appends: `changes`, `quarantine` (a folded micro-batch's) and
-`metadata_log` (the log query's).
+"""The rows the projection appends — `changes`, `quarantine` (a folded micro-batch's) and
+`metadata_log` (the log query's) — and `rendered`, the typed view of `changes`.
 
-`changes` is the published change feed, one row per released mutation and
-one per catalog whose position moved:
+`changes` is the published change feed, appended unrendered: one row per
+released change and one per catalog whose position moved.
 
-- `catalog`, `key`: the key written (`""` on a `catalog_state` row);
-- `kind`: the per-kind table of the key (`table_info`, …, `catalog_state`);
-  null for a key no table shows;
-- `op`: `PUT` or `DELETE`;
-- `schema_epoch`, `resource_version`, `pos`: the change's publication epoch,
-  its place in the log, the mutation's place in the change;
+- `catalog`, `resource_version`: the change (or the catalog's new position);
+- `schema_epoch`: the epoch the change is published at (a position row: the
+  stable epoch);
 - `batch_id`: the micro-batch that appended it (ascending with the Delta version);
-- one struct per per-kind table, named like it: the row that table shows for
-  this key (null on a DELETE).
+- `intent`, `keys`: the change's intent and the keys its mutations write;
+- `record`: the event's Avro record as logged (single-object encoded);
+- `catalog_state`: the catalog's new position (`STATE_COLUMNS`), on a position
+  row only (the other columns but `catalog`, `resource_version`,
+  `schema_epoch` and `batch_id` are null there).
 
 Rows of one catalog are appended in the order they become visible, and a
 key's changes become visible in resource_version order (the publication-order
-rule), so the newest row of a key is its highest (resource_version, pos).
+rule), so the newest mutation of a key is the one with the highest
+(resource_version, place in its change).
+
+Rendering a change into one typed row per mutation costs the hot path more
+than the fold (docs/benchmarks/projection.md), so the readers do it:
+`rendered` gives the rows the per-kind tables are built from — the
+compaction, the merged read of current state and a streaming follower of the
+feed read `changes` through it (`streaming.current`); `streaming.render`
+does the same without a JVM.
 """
 
 from __future__ import annotations
@@ -38,27 +46,48 @@ from streaming.layout import (
 )
 from streaming.tables import VALUE_COLUMNS, kind_of, table_filter
 
-ROW_COLUMNS = ("catalog", "key", "kind", "op", "schema_epoch", "resource_version", "pos",
-               "batch_id")
-"""`changes`' columns before the per-kind structs."""
+INDEXED_COLUMNS = 4
+"""`changes`' leading columns with file statistics, through `batch_id` (what readers
+filter the tail by); not the keys, the record or the position."""
 
 COMPACTION_SCHEMA = StructType([
     StructField("batch_id", LongType()), StructField("changes_version", LongType()),
     StructField("compacted_at", TimestampType())])
 """`compaction`: one row per compaction, the last `changes` batch and version it folded in."""
 
+_STATE_TYPE = StructType([StructField(n, LongType() if n != "publish_mode" else StringType())
+                          for n in STATE_COLUMNS])
 
-class ChangeRows:
-    """The `changes` rows of folded batches: released changes decoded, moved catalogs.
+
+def change_rows(folded: DataFrame) -> DataFrame:
+    """`changes` rows of a folded batch: its released changes and moved catalogs.
+
+    Args:
+        folded: `streaming.fold.FOLD_OUTPUT` rows of one micro-batch plus its
+            `batch_id` column.
+    """
+    state = F.when(F.col("row_type") == "state", F.struct(*STATE_COLUMNS))
+    return folded.where(F.col("row_type").isin("change", "state")).select(
+        "catalog", "resource_version", "schema_epoch", "batch_id", "intent", "keys",
+        F.col("value").alias("record"), state.alias(STATE_TABLE))
+
+
+class Renderer:
+    """`changes` rows rendered: one typed row per mutation, one per position row.
+
+    The rendered rows' columns: `catalog`, `key` (`""` on a position row),
+    `kind` (the per-kind table of the key, `catalog_state` on a position row,
+    null for a key no table shows), `op` (`PUT` or `DELETE`), `schema_epoch`,
+    `resource_version`, `pos` (the mutation's place in its change),
+    `batch_id`, then one struct per per-kind table, named like it: the row
+    that table shows for this key (null on a DELETE).
 
     The column expressions (every writer schema's decoder, the per-kind
-    structs: thousands of calls into the JVM, ≈ 1 s on a loaded core) are
-    built once, here; each batch only applies them to its rows. Build one per
-    Spark session (the expressions live in its JVM).
+    structs: thousands of calls into the JVM) are built once, here; build one
+    per Spark session and apply it to many frames.
     """
 
     def __init__(self) -> None:
-        self._released = F.col("row_type") == "change"
         self._mutations = mutations_column()
         self._exploded = F.posexplode("mutations").alias("pos", "m")
         self._mutation: list[Column | str] = [
@@ -70,48 +99,36 @@ class ChangeRows:
                          .alias(name) for name in CURRENT_TABLES]
         self._kind = kind_of().alias("kind")
         self._no_state = F.lit(None).cast(_STATE_TYPE).alias(STATE_TABLE)
-        self._moved = F.col("row_type") == "state"
         self._state: list[Column | str] = [
             "catalog", F.lit("").alias("key"), F.lit(STATE_TABLE).alias("kind"),
-            F.lit("PUT").alias("op"), F.col("stable_epoch").alias("schema_epoch"),
-            "resource_version", F.lit(0).cast("long").alias("pos"), "batch_id"]
-        self._state_struct = F.struct(*[F.col(name) for name in STATE_COLUMNS]).alias(STATE_TABLE)
+            F.lit("PUT").alias("op"), "schema_epoch", "resource_version",
+            F.lit(0).cast("long").alias("pos"), "batch_id"]
         self._no_kinds: list[Column] | None = None  # typed like the structs: needs a plan
 
-    def __call__(self, folded: DataFrame) -> DataFrame:
-        """`changes` rows of a folded batch.
-
-        Args:
-            folded: `streaming.fold.FOLD_OUTPUT` rows of one micro-batch plus its
-                `batch_id` column. The id comes as a column, not a literal here:
-                Spark compiles a literal into the generated code, and this plan's
-                code (every writer schema's decoder, the per-kind structs) would
-                then be compiled again for every batch.
-        """
-        released = folded.where(self._released).select(
+    def __call__(self, changes: DataFrame) -> DataFrame:
+        """The rendered rows of `changes` rows (a batch or a streaming DataFrame)."""
+        released = changes.where(F.col("record").isNotNull()).select(
+            "catalog", "resource_version", "schema_epoch", "batch_id",
+            F.col("record").alias("value")).select(
             "catalog", "resource_version", "schema_epoch", "batch_id",
             self._mutations.alias("mutations"))
         mutations = released.select(
             "catalog", "schema_epoch", "resource_version", "batch_id", self._exploded
         ).select(*self._mutation)
-        changes = mutations.select(
+        rows = mutations.select(
             "catalog", "key", self._kind, "op", "schema_epoch", "resource_version",
             "pos", "batch_id", *self._structs, self._no_state)
         if self._no_kinds is None:
-            self._no_kinds = [F.lit(None).cast(changes.schema[name].dataType).alias(name)
+            self._no_kinds = [F.lit(None).cast(rows.schema[name].dataType).alias(name)
                               for name in CURRENT_TABLES]
-        states = folded.where(self._moved).select(
-            *self._state, *self._no_kinds, self._state_struct)
-        return changes.unionByName(states)
+        states = changes.where(F.col(STATE_TABLE).isNotNull()).select(
+            *self._state, *self._no_kinds, STATE_TABLE)
+        return rows.unionByName(states)
 
 
-_STATE_TYPE = StructType([StructField(n, LongType() if n != "publish_mode" else StringType())
-                          for n in STATE_COLUMNS])
-
-
-def change_rows(folded: DataFrame) -> DataFrame:
-    """`changes` rows of a folded batch (`ChangeRows`, built for this one call)."""
-    return ChangeRows()(folded)
+def rendered(changes: DataFrame) -> DataFrame:
+    """`changes` rows rendered (`Renderer`, built for this one call)."""
+    return Renderer()(changes)
 
 
 def log_rows(events: DataFrame) -> DataFrame:
@@ -130,26 +147,26 @@ def quarantine_rows(folded: DataFrame) -> DataFrame:
         "value", "reason")
 
 
-def kind_schema(changes: StructType, table: str) -> StructType:
-    """The schema of one per-kind table, from `changes`' schema."""
+def kind_schema(rows: StructType, table: str) -> StructType:
+    """The schema of one per-kind table, from the schema of `rendered` rows."""
     if table == STATE_TABLE:
-        return StructType([changes["catalog"], changes["resource_version"],
-                           *changes[STATE_TABLE].dataType.fields])  # type: ignore[attr-defined]
-    value = changes[table].dataType.fields  # type: ignore[attr-defined]
-    return StructType([*[changes[c] for c in KEY_COLUMNS], *value,
-                       *[changes[c] for c in TRAILER]])
+        return StructType([rows["catalog"], rows["resource_version"],
+                           *rows[STATE_TABLE].dataType.fields])  # type: ignore[attr-defined]
+    value = rows[table].dataType.fields  # type: ignore[attr-defined]
+    return StructType([*[rows[c] for c in KEY_COLUMNS], *value, *[rows[c] for c in TRAILER]])
 
 
 def table_schemas(spark: SparkSession) -> dict[str, StructType]:
     """Every table's schema, derived from the fold's output type (no rows read)."""
     folded = spark.createDataFrame([], FOLD_OUTPUT)
-    changes = change_rows(folded.withColumn("batch_id", F.lit(0).cast("long"))).schema
+    changes = change_rows(folded.withColumn("batch_id", F.lit(0).cast("long")))
+    rows = rendered(changes).schema
     schemas: dict[str, StructType] = {
-        CHANGES: changes,
+        CHANGES: changes.schema,
         "metadata_log": log_rows(envelope(spark.createDataFrame([], KAFKA_SCHEMA))).schema,
         "quarantine": quarantine_rows(folded).schema,
         COMPACTION: COMPACTION_SCHEMA,
     }
     for table in (*CURRENT_TABLES, STATE_TABLE):
-        schemas[table] = kind_schema(changes, table)
+        schemas[table] = kind_schema(rows, table)
     return schemas

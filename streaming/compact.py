@@ -1,8 +1,9 @@
 """Compaction off the hot path: refresh the per-kind tables from `changes`; OPTIMIZE/VACUUM it.
 
 `compact` reads the tail of `changes` once, at its latest Delta version,
-rewrites each per-kind table whose kind has newer rows with its merged
-current state (`streaming.current.merged`: the table and that tail), then
+renders it (`streaming.current.tail`), rewrites each per-kind table whose kind
+has newer rows with its merged current state (`streaming.current.merged`:
+the table and that tail), then
 appends a `compaction` row with the batch and version it reached. Readers
 merge the tables with the rows after that batch, so a compaction changes what
 they read by nothing but speed; until it runs, the tail they merge grows by
@@ -25,7 +26,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from streaming.changes import COMPACTION_SCHEMA
-from streaming.current import compacted_batch, merged
+from streaming.current import compacted_batch, merged, tail
 from streaming.layout import CHANGES, COMPACTION, KIND_TABLES, KINDS
 
 LOG = logging.getLogger(__name__)
@@ -74,10 +75,10 @@ def compact(spark: SparkSession, root: str) -> Compaction | None:
     version = int(last["version"])
     after = compacted_batch(spark, root)
     # The tail is read once, at one version, for every table it changes.
-    tail = spark.read.format("delta").option("versionAsOf", version).load(
-        _path(root, CHANGES)).where(F.col("batch_id") > after).persist()
+    rows = tail(spark.read.format("delta").option("versionAsOf", version).load(
+        _path(root, CHANGES)), after).persist()
     try:
-        found = tail.groupBy("kind").agg(F.max("batch_id").alias("batch_id")).collect()
+        found = rows.groupBy("kind").agg(F.max("batch_id").alias("batch_id")).collect()
         newest = {row["kind"]: int(row["batch_id"]) for row in found}
         if not newest:
             return None
@@ -85,10 +86,10 @@ def compact(spark: SparkSession, root: str) -> Compaction | None:
         for table in tables:
             # The merged frame reads the table it replaces: Delta reads one
             # snapshot and the overwrite replaces exactly its files.
-            merged(spark, root, table, tail, after).write.format("delta").mode(
+            merged(spark, root, table, rows).write.format("delta").mode(
                 "overwrite").save(_path(root, table))
     finally:
-        tail.unpersist()
+        rows.unpersist()
     reached = max(newest.values())
     spark.createDataFrame([(reached, version, datetime.now(UTC))], COMPACTION_SCHEMA).write.format(
         "delta").mode("append").save(_path(root, COMPACTION))

@@ -4,14 +4,16 @@
     >>> current(spark, "/data/metalog/tables", "table_info").show()
     >>> register_views(spark, "/data/metalog/tables")
     >>> spark.sql("SELECT * FROM region_label WHERE catalog = 'c'").show()
+    >>> change_feed(spark, "/data/metalog/tables").where("kind = 'table_info'")  # a stream
 
 A row is the latest visible one of its (catalog, key), DELETEs removed: the
 compacted table's row unless `changes` holds a newer one for the key (by
 resource_version, then position in the change). Only `changes` rows after the
-last compaction's batch are read. The compacted table may already be ahead of
-the `compaction` record (a compaction that has written its tables but not
-yet its record): the comparison by resource_version keeps that correct, the
-record only bounds how much of `changes` is read.
+last compaction's batch are read, and rendered (`streaming.changes.Renderer`).
+The compacted table may already be ahead of the `compaction` record (a
+compaction that has written its tables but not yet its record): the
+comparison by resource_version keeps that correct, the record only bounds
+how much of `changes` is read.
 
 `streaming.read.read_current` is the same read without a JVM.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from streaming.changes import Renderer
 from streaming.layout import CHANGES, COMPACTION, KIND_TABLES, KINDS, STATE_TABLE, key_columns
 
 
@@ -35,10 +38,15 @@ def compacted_batch(spark: SparkSession, root: str) -> int:
     return -1 if row is None or row[0] is None else int(row[0])
 
 
-def tail_rows(changes: DataFrame, table: str, after_batch: int) -> DataFrame:
-    """`changes` rows of `table`'s kind after `after_batch`: the table's columns, `op`, `pos`."""
+def tail(changes: DataFrame, after_batch: int, renderer: Renderer | None = None) -> DataFrame:
+    """The rendered rows of `changes` after `after_batch`: what the per-kind tables lack."""
+    return (renderer or Renderer())(changes.where(F.col("batch_id") > after_batch))
+
+
+def tail_rows(rows: DataFrame, table: str) -> DataFrame:
+    """Rendered `changes` rows (`tail`) of `table`'s kind: the table's columns, `op`, `pos`."""
     keys = key_columns(table)
-    rows = changes.where((F.col("kind") == KINDS[table]) & (F.col("batch_id") > after_batch))
+    rows = rows.where(F.col("kind") == KINDS[table])
     if table == STATE_TABLE:
         return rows.select(*keys, "op", "pos", "resource_version", f"{STATE_TABLE}.*")
     return rows.select(*keys, "op", "pos", f"{table}.*", "schema_epoch", "resource_version")
@@ -82,18 +90,22 @@ def current(spark: SparkSession, root: str, table: str,
     if table not in KIND_TABLES:
         raise ValueError(f"`{table}` is not a per-kind table: use one of "
                          f"{', '.join(KIND_TABLES)}")
+    return merged(spark, root, table, read_tail(spark, root, changes_version))
+
+
+def merged(spark: SparkSession, root: str, table: str, rows: DataFrame) -> DataFrame:
+    """`table` as stored, merged with its kind's rows of `rows` (a `tail`)."""
+    compacted = spark.read.format("delta").load(_path(root, table))
+    return merge(compacted, tail_rows(rows, table), table)
+
+
+def read_tail(spark: SparkSession, root: str, changes_version: int | None = None) -> DataFrame:
+    """The `tail` the per-kind tables lack, by the `compaction` record (read first)."""
     after = compacted_batch(spark, root)
     reader = spark.read.format("delta")
     if changes_version is not None:
         reader = reader.option("versionAsOf", changes_version)
-    return merged(spark, root, table, reader.load(_path(root, CHANGES)), after)
-
-
-def merged(spark: SparkSession, root: str, table: str, changes: DataFrame,
-           after_batch: int) -> DataFrame:
-    """`table` as stored, merged with its kind's `changes` rows after `after_batch`."""
-    compacted = spark.read.format("delta").load(_path(root, table))
-    return merge(compacted, tail_rows(changes, table, after_batch), table)
+    return tail(reader.load(_path(root, CHANGES)), after)
 
 
 def register_views(spark: SparkSession, root: str) -> None:
@@ -102,5 +114,16 @@ def register_views(spark: SparkSession, root: str) -> None:
     A view may keep the table versions it was made with: register the views
     again to see later micro-batches.
     """
+    rows = read_tail(spark, root)
     for table in KIND_TABLES:
-        current(spark, root, table).createOrReplaceTempView(table)
+        merged(spark, root, table, rows).createOrReplaceTempView(table)
+
+
+def change_feed(spark: SparkSession, root: str) -> DataFrame:
+    """`changes` as a stream of rendered rows (`streaming.changes.Renderer`): every
+    released mutation once, and every catalog's new position, in the order they
+    became visible per catalog.
+
+    Start it with a checkpoint of its own; filter by `catalog` and `kind`.
+    """
+    return Renderer()(spark.readStream.format("delta").load(_path(root, CHANGES)))

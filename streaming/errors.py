@@ -8,5 +8,6 @@ class ProjectionError(MetalogError):
 
 
 class OldCheckpoint(ProjectionError):
-    """The streaming checkpoint was written by the projection before its fold moved into the
-    state store (CHANGELOG): it cannot be resumed."""
+    """The streaming checkpoint or the tables were written by an older projection that this
+    one cannot resume (its fold kept no state store, or its `changes` held rendered rows:
+    CHANGELOG)."""

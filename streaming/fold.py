@@ -12,8 +12,8 @@ raw bytes). Nothing is read back from Delta.
 
 The handler's output rows (`FOLD_OUTPUT`), by `row_type` (`metadata_log` is
 appended by a query of its own, straight from Kafka):
-- `change`: a released change, with its raw bytes and its publication epoch,
-  in the order it becomes visible;
+- `change`: a released change, with its raw bytes, intent, keys and
+  publication epoch, in the order it becomes visible;
 - `state`: the catalog's new position, when it moved;
 - `quarantine`: a record that did not decode (grouped under `QUARANTINE`) or
   was written by a stale leader.
@@ -46,7 +46,8 @@ FOLD_OUTPUT = (
     "row_type string, catalog string, resource_version long, schema_epoch long, "
     "intent string, event_id string, leader_epoch long, occurred_at timestamp, "
     "topic string, partition int, offset long, kafka_timestamp timestamp, record_key binary, "
-    "value binary, reason string, stable_epoch long, publish_mode string")
+    "value binary, reason string, stable_epoch long, publish_mode string, "
+    "keys array<string>")
 """The handler's rows: see the module docstring for which columns each `row_type` fills."""
 
 _STATE = StructType([StructField(name, kind) for name, kind in (
@@ -189,6 +190,8 @@ class CatalogFold(StatefulProcessor):
             yield _rows("change", catalog,
                         resource_version=[c.resource_version for c in released],
                         schema_epoch=[c.schema_epoch for c in released],
+                        intent=[c.intent for c in released],
+                        keys=[list(c.keys) for c in released],
                         value=[c.payload for c in released])
         if stale:
             yield _rows("quarantine", catalog,

@@ -4,9 +4,9 @@ Kafka (read_committed) → the envelope of each record (`streaming.decode.envelo
 the raw bytes ride along) → `groupBy(catalog)` + `transformWithStateInPandas` with
 `streaming.fold.CatalogFold` (sequencing, gap holding and publication gating
 per catalog, state in the RocksDB state store) → per micro-batch, in
-`foreachBatch`, one append to `changes` (the released mutations, decoded
-only now, and the catalogs' new positions; `streaming.changes`), and one to
-`quarantine` when a record did not decode or came from a fenced leader.
+`foreachBatch`, one append to `changes` (the released changes as logged, and
+the catalogs' new positions: `streaming.changes`; readers render them), and
+one to `quarantine` when a record did not decode or came from a fenced leader.
 Beside it, a second query (the log query) appends every record to
 `metadata_log`. No MERGE and no state read from Delta on the hot path. Every
 append's commit carries the batch's tag (`streaming.sink`), so a batch
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -32,7 +32,13 @@ from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from streaming import checkpoint, sink
-from streaming.changes import ROW_COLUMNS, ChangeRows, log_rows, quarantine_rows, table_schemas
+from streaming.changes import (
+    INDEXED_COLUMNS,
+    change_rows,
+    log_rows,
+    quarantine_rows,
+    table_schemas,
+)
 from streaming.decode import envelope, split
 from streaming.errors import OldCheckpoint, ProjectionError
 from streaming.fold import FOLD_OUTPUT, QUARANTINE, CatalogFold
@@ -79,10 +85,9 @@ APPEND_PROPERTIES = {
     "delta.checkpointInterval": "100",
 }
 TABLE_PROPERTIES: dict[str, dict[str, str]] = {
-    # File statistics only for the row columns (the last is `batch_id`, what the
-    # readers and the compaction filter the tail by), not for the per-kind
-    # structs' leaves: less work in every append's write tasks.
-    CHANGES: {**APPEND_PROPERTIES, "delta.dataSkippingNumIndexedCols": str(len(ROW_COLUMNS))},
+    # File statistics only through `batch_id`, what the readers and the
+    # compaction filter the tail by: not for the keys and the records.
+    CHANGES: {**APPEND_PROPERTIES, "delta.dataSkippingNumIndexedCols": str(INDEXED_COLUMNS)},
     "metadata_log": APPEND_PROPERTIES,
 }
 """Delta table properties of the tables a micro-batch appends to, set when they are created."""
@@ -101,7 +106,6 @@ class ProjectionConfig:
         max_offsets_per_trigger: At most this many records per micro-batch (all if None).
         trigger_seconds: The micro-batch interval of a continuous run.
         once: Process everything available, then stop (`availableNow`).
-        write_threads: How many of a batch's appends (at most 3) run at once.
         compact_seconds: A continuous run compacts the per-kind tables this often
             (0: never; `metalog project compact` does it on demand).
         maintain_seconds: A continuous run OPTIMIZEs and VACUUMs `changes` this often
@@ -117,7 +121,6 @@ class ProjectionConfig:
     max_offsets_per_trigger: int | None = None
     trigger_seconds: float = 1.0
     once: bool = False
-    write_threads: int = 3
     compact_seconds: float = 30.0
     maintain_seconds: float = 3600.0
     security: KafkaSecurity = PLAINTEXT
@@ -133,9 +136,22 @@ class ProjectionConfig:
 
 
 def ensure_tables(spark: SparkSession, config: ProjectionConfig) -> None:
-    """Create every table that does not exist yet, empty, with its schema."""
-    for name, schema in table_schemas(spark).items():
+    """Create every table that does not exist yet, empty, with its schema.
+
+    Raises:
+        OldCheckpoint: `changes` was written by an older projection, with rows of
+            another shape.
+    """
+    schemas = table_schemas(spark)
+    for name, schema in schemas.items():
         sink.ensure_table(spark, config.path(name), schema, TABLE_PROPERTIES.get(name))
+    written = spark.read.format("delta").load(config.path(CHANGES)).schema.names
+    if written != schemas[CHANGES].names:
+        raise OldCheckpoint(
+            f"the tables in {config.delta_dir} were written by an older metalog, whose "
+            "`changes` held one rendered row per mutation: give a new --delta-dir and "
+            "--checkpoint (or delete both) and the projection starts from the beginning of "
+            "the log")
 
 
 class BatchWriter:
@@ -148,34 +164,20 @@ class BatchWriter:
 
     def __init__(self, config: ProjectionConfig) -> None:
         self.config = config
-        self._appends = sink.TaggedAppends(config.checkpoint, config.write_threads)
-        # Built once: the `changes` plan's expressions cost ≈ 1 s of calls into
-        # the JVM per batch when built anew (`ChangeRows`).
-        self._change_rows = ChangeRows()
+        self._appends = sink.TaggedAppends(config.checkpoint)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         """Append one folded micro-batch."""
-        spark = batch.sparkSession
         started = time.monotonic()
-        # The fold runs once: every append starts from these rows, cached by
-        # the one job that also counts them (a `localCheckpoint` would be a
-        # job of its own before the count). The batch id rides as a column
-        # (see `change_rows`).
+        # The fold runs once: the `changes` append computes and caches its rows,
+        # and the look for quarantined records reads the cache.
         folded = batch.withColumn("batch_id", F.lit(batch_id).cast("long")).persist()
-        counts = {row["row_type"]: int(row["count"])
-                  for row in folded.groupBy("row_type").count().collect()}
-        folded_at = time.monotonic()
-        appends: dict[str, Callable[[], None]] = {}
-        if counts.get("change") or counts.get("state"):
-            appends[self.config.path(CHANGES)] = lambda: sink.append(
-                self._change_rows(folded), self.config.path(CHANGES))
-        if counts.get("quarantine"):
-            appends[self.config.path("quarantine")] = lambda: sink.append(
-                quarantine_rows(folded), self.config.path("quarantine"))
-        self._appends.run(spark, batch_id, appends)
+        changes, quarantine = self.config.path(CHANGES), self.config.path("quarantine")
+        self._appends.run(batch.sparkSession, batch_id, {
+            changes: lambda: sink.append(change_rows(folded), changes),
+            quarantine: lambda: sink.append_any(quarantine_rows(folded), quarantine)})
         folded.unpersist()
-        LOG.info("batch %d appended in %.1f s (fold and count %.1f s; %s)", batch_id,
-                 time.monotonic() - started, folded_at - started, counts)
+        LOG.info("batch %d appended in %.1f s", batch_id, time.monotonic() - started)
 
 
 class LogWriter:

@@ -5,8 +5,9 @@
     >>> read_rows("/data/metalog/tables", "metadata_log")    # one table as stored, as dicts
 
 `read_current` is the documented read path of current state: the compacted
-per-kind table merged with the newer tail of `changes`, exactly as
-`streaming.current.current` does it in Spark (see there). `read_table` reads
+per-kind table merged with the newer tail of `changes` (rendered by
+`streaming.render`), exactly as `streaming.current.current` does it in Spark
+(see there). `read_table` reads
 one table as stored; a per-kind table read that way lags by the compaction
 period.
 """
@@ -24,9 +25,11 @@ from streaming.layout import (
     COMPACTION,
     KIND_TABLES,
     KINDS,
+    STATE_TABLE,
     TABLES,
     key_columns,
 )
+from streaming.render import kind_rows, shows
 
 
 def table_uri(root: str, name: str) -> str:
@@ -94,11 +97,28 @@ def read_current(root: str, kind: str) -> pa.Table:
     compacted_table = DeltaTable(table_uri(root, kind))
     schema = pa.schema(compacted_table.schema().to_arrow())
     compacted = _query(compacted_table, "SELECT * FROM t")
-    keys = key_columns(kind)
-    tail = _query(DeltaTable(table_uri(root, CHANGES)), (
-        f"SELECT {', '.join(keys)}, op, pos, schema_epoch, resource_version, {kind} AS s "
-        f"FROM t WHERE kind = '{KINDS[kind]}' AND batch_id > {after}"))
+    tail = pa.Table.from_pylist(_tail(DeltaTable(table_uri(root, CHANGES)), kind, after),
+                                schema=schema.append(pa.field("op", pa.string())).append(
+                                    pa.field("pos", pa.int64())))
     return _merge(compacted, tail, kind, list(schema.names)).cast(schema)
+
+
+def _tail(changes: DeltaTable, kind: str, after: int) -> list[dict[str, Any]]:
+    """`kind`'s rows of the `changes` rows after batch `after`, rendered (`streaming.render`),
+    with `op` and `pos`."""
+    if kind == STATE_TABLE:
+        states = _query(changes, (
+            f"SELECT catalog, resource_version, {STATE_TABLE} AS s FROM t "
+            f"WHERE {STATE_TABLE} IS NOT NULL AND batch_id > {after}"))
+        return [{"catalog": row["catalog"], "resource_version": row["resource_version"],
+                 "op": "PUT", "pos": 0, **row["s"]} for row in states.to_pylist()]
+    released = _query(changes, (
+        "SELECT catalog, resource_version, schema_epoch, keys, record FROM t "
+        f"WHERE record IS NOT NULL AND batch_id > {after}"))
+    return [row for change in released.to_pylist()
+            if any(shows(KINDS[kind], key) for key in change["keys"])
+            for row in kind_rows(kind, change["catalog"], change["resource_version"],
+                                 change["schema_epoch"], change["record"])]
 
 
 def _merge(compacted: pa.Table, tail: pa.Table, kind: str, columns: list[str]) -> pa.Table:
@@ -106,22 +126,18 @@ def _merge(compacted: pa.Table, tail: pa.Table, kind: str, columns: list[str]) -
 
     Args:
         compacted: The per-kind table as stored.
-        tail: Its kind's `changes` rows after the last compaction: the key
-            columns, `op`, `pos`, `schema_epoch`, `resource_version` and the
-            table's struct as `s`.
+        tail: Its rows from `changes` after the last compaction: the table's
+            columns plus `op` and `pos`.
         kind: The per-kind table.
         columns: The table's columns, in order.
     """
     keys = key_columns(kind)
     on = " AND ".join(f"c.{k} = l.{k}" for k in keys)
-    trailer = set(keys) | {"schema_epoch", "resource_version"}
-    values = ", ".join(f"struct_extract(s, '{c}') AS \"{c}\"" for c in columns
-                       if c not in trailer)
     picked = ", ".join(f'l."{c}"' for c in columns)
     kept = ", ".join(f'c."{c}"' for c in columns)
     sql = f"""
         WITH latest AS (
-            SELECT * EXCLUDE (s), {values} FROM tail
+            SELECT * FROM tail
             QUALIFY row_number() OVER (PARTITION BY {', '.join(keys)}
                                        ORDER BY resource_version DESC, pos DESC) = 1)
         SELECT {kept} FROM compacted c LEFT JOIN latest l ON {on}

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from delta.tables import DeltaTable
@@ -88,18 +87,23 @@ def append(df: DataFrame, path: str) -> None:
     df.write.format("delta").mode("append").save(path)
 
 
+def append_any(df: DataFrame, path: str) -> None:
+    """`append` the rows if there are any: no empty commit (for rows that are rare, over
+    a cached frame where looking costs little)."""
+    if not df.isEmpty():
+        append(df, path)
+
+
 class TaggedAppends:
     """The appends of one streaming query's micro-batches, each batch's at most once.
 
     Args:
         checkpoint: The query's checkpoint directory (it holds the query id, the
             first half of every batch's tag).
-        threads: How many of a batch's appends run at once.
     """
 
-    def __init__(self, checkpoint: str, threads: int = 1) -> None:
+    def __init__(self, checkpoint: str) -> None:
         self.checkpoint = checkpoint
-        self.threads = threads
         self._query_id: str | None = None
         # The last batch appended in full: the next one cannot be a replay, so
         # it skips the look at the tables' history.
@@ -116,36 +120,16 @@ class TaggedAppends:
 
     def run(self, spark: SparkSession, batch_id: int,
             appends: Mapping[str, Callable[[], None]]) -> None:
-        """Run one batch's appends (table path → append), skipping those a replay committed.
+        """Run one batch's appends (table path → append), in order, skipping those a
+        replay committed.
 
         Each append commits to its own table with the batch's tag, so a retried
-        batch skips exactly the appends that committed, in any order.
+        batch skips exactly the appends that committed.
         """
         if appends:
             with batch_transaction(spark, self.query_id(spark), batch_id) as tag:
-                if self._finished != batch_id - 1:  # maybe a replay: skip what committed
-                    appends = {path: write for path, write in appends.items()
-                               if not committed(spark, path, tag)}
-                _run_all(spark, list(appends.values()), self.threads)
+                maybe_replay = self._finished != batch_id - 1
+                for path, write in appends.items():
+                    if not (maybe_replay and committed(spark, path, tag)):
+                        write()
         self._finished = batch_id
-
-
-def _run_all(spark: SparkSession, appends: list[Callable[[], None]], threads: int) -> None:
-    """Run independent table appends, from `threads` driver threads at once (the batch's
-    tag is a session conf, set before the threads start)."""
-    if threads <= 1 or len(appends) <= 1:
-        for write in appends:
-            write()
-        return
-
-    def run(write: Callable[[], None]) -> None:
-        # The JVM thread behind this Python thread must see the batch's session
-        # (its confs carry the batch's tag).
-        jvm = spark.sparkContext._jvm
-        assert jvm is not None
-        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
-        write()
-
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="delta-write") as pool:
-        for future in [pool.submit(run, write) for write in appends]:
-            future.result()

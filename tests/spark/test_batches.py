@@ -17,6 +17,7 @@ from events.values import KeyRange, Label, LabelRuleValue, PartitionDef, TableIn
 from streaming import sink
 from streaming.changes import log_rows
 from streaming.decode import KAFKA_SCHEMA, envelope
+from streaming.errors import OldCheckpoint
 from streaming.fold import FOLD_OUTPUT
 from streaming.projection import BatchWriter, LogWriter, ProjectionConfig, ensure_tables
 from streaming.read import read_rows
@@ -38,7 +39,8 @@ def _folded(spark: SparkSession, events: list[Event]) -> DataFrame:
         if event.mutations:
             rows.append(Row(row_type="change", catalog=event.catalog,
                             resource_version=event.resource_version,
-                            schema_epoch=event.schema_epoch, value=value))
+                            schema_epoch=event.schema_epoch, intent=event.intent.type,
+                            keys=[m.key for m in event.mutations], value=value))
     last = events[-1]
     rows.append(Row(row_type="state", catalog=last.catalog,
                     resource_version=last.resource_version, stable_epoch=last.schema_epoch,
@@ -54,7 +56,7 @@ def _folded(spark: SparkSession, events: list[Event]) -> DataFrame:
 def _config(tmp_path: Path) -> ProjectionConfig:
     """A projection whose two checkpoints hold their query ids, as after a first start."""
     config = ProjectionConfig("unused:9092", "events", str(tmp_path / "tables"),
-                              str(tmp_path / "cp"), write_threads=1)
+                              str(tmp_path / "cp"))
     for at, query_id in ((config.checkpoint, "fold-1"), (config.log_checkpoint, "log-1")):
         Path(at).mkdir(parents=True)
         (Path(at) / "metadata").write_text(json.dumps({"id": query_id}))
@@ -86,7 +88,7 @@ def test_a_batch_retried_after_a_crash_between_appends_appends_once(
     assert_projection_equals(config.delta_dir, [work.catalogs["auto"].image])
     assert len(read_rows(config.delta_dir, "quarantine")) == 1
     assert len(read_rows(config.delta_dir, "changes")) == 1 + sum(
-        len(e.mutations) for e in events)
+        1 for e in events if e.mutations)  # one row per released change, one per position
 
 
 def test_a_log_batch_replayed_after_a_restart_is_logged_once(
@@ -130,3 +132,15 @@ def test_region_label_columns_format_like_the_python_rows(spark: SparkSession) -
     python_rows = [(r.rule_id, r.rule_type, r.region_label, r.ranges)
                    for r in region_label_rows(rules)]
     assert spark_rows == python_rows
+
+
+def test_tables_of_an_older_projection_are_refused_with_the_fix(
+        spark: SparkSession, tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    spark.createDataFrame([("c", "__table_name/c/db/t", "table_name", "PUT", 1, 1, 0, 0)],
+                          "catalog string, key string, kind string, op string, "
+                          "schema_epoch long, resource_version long, pos long, batch_id long"
+                          ).write.format("delta").save(config.path("changes"))
+
+    with pytest.raises(OldCheckpoint, match="new --delta-dir"):
+        ensure_tables(spark, config)

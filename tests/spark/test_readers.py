@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 
 from bench.workload import Workload, encoded, produce
 from streaming.compact import compact
-from streaming.current import current, register_views
+from streaming.current import change_feed, current, register_views
 from streaming.layout import KIND_TABLES, key_columns
 from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_current
@@ -61,8 +61,7 @@ def test_spark_views_and_the_jvm_free_read_agree_and_the_feed_is_in_order(
         assert jvm_free == frame == view, table
         assert jvm_free, f"{table} is empty: the workload shows nothing in it"
 
-    feed = (spark.readStream.format("delta").load(f"{config.delta_dir}/changes")
-            .where("kind IS NULL OR kind != 'catalog_state'"))
+    feed = change_feed(spark, config.delta_dir).where("kind IS NULL OR kind != 'catalog_state'")
     query = (feed.writeStream.format("memory").queryName("feed")
              .option("checkpointLocation", str(tmp_path / "feed-cp"))
              .trigger(availableNow=True).start())
