@@ -25,7 +25,7 @@ from delta.tables import DeltaTable
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from streaming.changes import COMPACTION_SCHEMA
+from streaming.changes import COMPACTION_SCHEMA, Renderer
 from streaming.current import compacted_batch, merged, tail
 from streaming.layout import CHANGES, COMPACTION, KIND_TABLES, KINDS
 
@@ -60,12 +60,15 @@ def _path(root: str, table: str) -> str:
     return f"{root.rstrip('/')}/{table}"
 
 
-def compact(spark: SparkSession, root: str) -> Compaction | None:
+def compact(spark: SparkSession, root: str, renderer: Renderer | None = None
+            ) -> Compaction | None:
     """Fold the tail of `changes` into the per-kind tables.
 
     Args:
         spark: A session with Delta.
         root: The tables root (the projection has created its tables).
+        renderer: The session's `Renderer`, when the caller keeps one (building
+            one costs about a second of calls into the JVM).
 
     Returns:
         What it did; None when there was nothing new.
@@ -76,7 +79,7 @@ def compact(spark: SparkSession, root: str) -> Compaction | None:
     after = compacted_batch(spark, root)
     # The tail is read once, at one version, for every table it changes.
     rows = tail(spark.read.format("delta").option("versionAsOf", version).load(
-        _path(root, CHANGES)), after).persist()
+        _path(root, CHANGES)), after, renderer).persist()
     try:
         found = rows.groupBy("kind").agg(F.max("batch_id").alias("batch_id")).collect()
         newest = {row["kind"]: int(row["batch_id"]) for row in found}
@@ -142,6 +145,7 @@ class Maintenance:
 
     def _run(self) -> None:
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", POOL)
+        renderer = Renderer() if self.compact_seconds > 0 else None
         now = time.monotonic()
         next_compact = now + self.compact_seconds if self.compact_seconds > 0 else float("inf")
         next_maintain = (now + self.maintain_seconds if self.maintain_seconds > 0
@@ -149,7 +153,7 @@ class Maintenance:
         while not self._stop.wait(max(0.0, min(next_compact, next_maintain) - time.monotonic())):
             try:
                 if time.monotonic() >= next_compact:
-                    done = compact(self.spark, self.root)
+                    done = compact(self.spark, self.root, renderer)
                     LOG.info("compaction: %s", done)
                     next_compact = time.monotonic() + self.compact_seconds
                 if time.monotonic() >= next_maintain:
