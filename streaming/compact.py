@@ -35,7 +35,11 @@ POOL = "metalog-compaction"
 """The FAIR scheduler pool of compaction and maintenance jobs (`metalog/jvm/fairscheduler.xml`)."""
 
 PROJECTION_POOL = "metalog-projection"
-"""The pool of the micro-batches: ten times the weight of compaction's."""
+"""The pool of the fold's micro-batches: ten times the weight of the others."""
+
+LOG_POOL = "metalog-log"
+"""The pool of the log query's micro-batches (`metadata_log` is not on the read path of
+current state: a fold task waits for none of its tasks)."""
 
 RETAIN_HOURS = 168.0
 """VACUUM keeps the files of the last week of versions (time travel, slow readers)."""

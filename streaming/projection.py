@@ -39,6 +39,7 @@ from streaming.changes import (
     quarantine_rows,
     table_schemas,
 )
+from streaming.compact import LOG_POOL
 from streaming.decode import envelope, split
 from streaming.errors import OldCheckpoint, ProjectionError
 from streaming.fold import FOLD_OUTPUT, QUARANTINE, CatalogFold
@@ -46,6 +47,8 @@ from streaming.layout import CHANGES
 from streaming.queries import Projection
 
 LOG = logging.getLogger(__name__)
+
+POOL_PROPERTY = "spark.scheduler.pool"
 
 LOG_CHECKPOINT = "metadata_log"
 """The log query's checkpoint directory, inside the fold query's."""
@@ -272,11 +275,12 @@ def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projectio
     starting = "earliest"
     if not checkpoint.exists(spark, config.log_checkpoint):
         starting = checkpoint.committed_offsets(spark, config.checkpoint) or starting
-    log = start_query(log_rows(envelope(kafka_source(spark, config, starting))
-                          .where(F.col("catalog").isNotNull())).writeStream
-                 .queryName(f"metalog-log-{config.topic}")
-                 .option("checkpointLocation", config.log_checkpoint)
-                 .foreachBatch(LogWriter(config)), config)
+    with scheduler_pool(spark, LOG_POOL):  # the query's thread keeps the starter's pool
+        log = start_query(log_rows(envelope(kafka_source(spark, config, starting))
+                                   .where(F.col("catalog").isNotNull())).writeStream
+                          .queryName(f"metalog-log-{config.topic}")
+                          .option("checkpointLocation", config.log_checkpoint)
+                          .foreachBatch(LogWriter(config)), config)
     try:
         with fold_partitions(spark):
             fold = start_query(folded(kafka_source(spark, config)).writeStream
@@ -287,6 +291,20 @@ def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projectio
         log.stop()
         raise
     return Projection(fold, log)
+
+
+@contextmanager
+def scheduler_pool(spark: SparkSession, pool: str) -> Iterator[None]:
+    """Jobs started in the block (and queries started there, for good) run in the FAIR
+    scheduler pool `pool` (a pool `metalog/jvm/fairscheduler.xml` does not define runs
+    with the defaults)."""
+    context = spark.sparkContext
+    before = context.getLocalProperty(POOL_PROPERTY)
+    context.setLocalProperty(POOL_PROPERTY, pool)
+    try:
+        yield
+    finally:
+        context.setLocalProperty(POOL_PROPERTY, before)  # type: ignore[arg-type]
 
 
 @contextmanager
