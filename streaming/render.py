@@ -6,12 +6,13 @@ change into the rows one table shows: its mutations of keys that table
 takes, each with the table's columns by name plus `op` and `pos` (the
 mutation's place in its change). A DELETE has only its key columns.
 
-`region_label` is derived from the `label_rule` mutation, formatted exactly as
-`events.labels.region_label_rows` does.
+`region_label` is derived from the `label_rule` mutation by
+`events.labels.region_label_rows`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +25,8 @@ from events.keys import (
     TABLE_NAME,
     TABLE_ROUTE,
 )
-from events.labels import HIDDEN_LABEL_KEYS
+from events.labels import region_label_rows
+from events.values import LabelRuleValue
 from streaming.layout import KINDS
 
 Value = dict[str, Any]
@@ -57,10 +59,8 @@ def _table_name(key: str, value: Value) -> Value:
 
 
 def _region_label(_key: str, value: Value) -> Value:
-    shown = [label for label in value["labels"] if label["key"] not in HIDDEN_LABEL_KEYS]
-    return {"rule_id": value["rule_id"], "rule_type": value["rule_type"],
-            "region_label": ",".join(f'"{label["key"]}={label["value"]}"' for label in shown),
-            "ranges": ", ".join(f"[{r['start_key']}, {r['end_key']}]" for r in value["ranges"])}
+    (row,) = region_label_rows([LabelRuleValue.model_validate(value)])
+    return dataclasses.asdict(row)
 
 
 def _dropped_tables(key: str, value: Value) -> Value:
