@@ -69,5 +69,5 @@ def merged_read(spark: SparkSession, root: Path, keys: int, tail: int) -> Merged
         rows = read_current(config.delta_dir, "table_name").num_rows
         best = min(best, time.perf_counter() - began)
     began = time.perf_counter()
-    compact(spark, config.delta_dir)
+    compact(config.delta_dir)
     return MergedRead(keys, tail, best, rows, time.perf_counter() - began)

@@ -86,7 +86,7 @@ def _project(args: argparse.Namespace) -> int:
     try:
         if args.action == "compact":
             ensure_tables(spark, config)
-            done = compact(spark, config.delta_dir)
+            done = compact(config.delta_dir)
             if args.json:
                 print_json({"delta_dir": config.delta_dir, "compacted": done is not None,
                             "batch_id": done.batch_id if done else None,

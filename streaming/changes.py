@@ -21,10 +21,10 @@ rule), so the newest mutation of a key is the one with the highest
 
 Rendering a change into one typed row per mutation costs the hot path more
 than the fold (docs/benchmarks/projection.md), so the readers do it:
-`rendered` gives the rows the per-kind tables are built from — the
-compaction, the merged read of current state and a streaming follower of the
-feed read `changes` through it (`streaming.current`); `streaming.render`
-does the same without a JVM.
+`Renderer` gives the rows the per-kind tables are built from — Spark's
+merged read of current state and a streaming follower of the feed read
+`changes` through it (`streaming.current`); `streaming.render` does the same
+without a JVM, for `streaming.read` and the compaction.
 """
 
 from __future__ import annotations

@@ -1,16 +1,19 @@
 """Compaction off the hot path: refresh the per-kind tables from `changes`; OPTIMIZE/VACUUM it.
 
-`compact` reads the tail of `changes` once, at its latest Delta version,
-renders it (`streaming.current.tail`), rewrites each per-kind table whose kind
-has newer rows with its merged current state (`streaming.current.merged`:
-the table and that tail), then
-appends a `compaction` row with the batch and version it reached. Readers
-merge the tables with the rows after that batch, so a compaction changes what
-they read by nothing but speed; until it runs, the tail they merge grows by
-one batch per trigger.
+`compact` needs no Spark: it opens `changes` at its latest Delta version,
+rewrites each per-kind table whose kind has newer rows with its merged
+current state (`streaming.read.merged`: the table and the newer changes,
+rendered by `streaming.render`; DuckDB and `deltalake`), then appends a
+`compaction` row with the batch and version it reached. Readers merge the
+tables with the rows after that batch, so a compaction changes what they read
+by nothing but speed; until it runs, the tail they merge grows by one batch
+per trigger. A Spark compaction of the same tables cost the micro-batches it
+ran beside far more (docs/benchmarks/projection.md): a few Spark jobs and
+Delta snapshots per table, whatever its size.
 
-`Maintenance` runs both on a schedule inside `metalog project`, in a FAIR
-scheduler pool of its own (`POOL`) so a micro-batch never waits for it.
+`Maintenance` runs it and OPTIMIZE/VACUUM of `changes` on a schedule inside
+`metalog project`; OPTIMIZE/VACUUM run in a FAIR scheduler pool of their own
+(`POOL`) so a micro-batch never waits for them.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from delta.tables import DeltaTable
+import delta.tables
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from streaming.changes import COMPACTION_SCHEMA, Renderer
-from streaming.current import compacted_batch, merged, tail
-from streaming.layout import CHANGES, COMPACTION, KIND_TABLES, KINDS
+from streaming.layout import CHANGES, COMPACTION, KIND_TABLES, KINDS, STATE_TABLE
+from streaming.read import compacted_batch, merged, query, table_uri
+from streaming.render import kind_of
 
 LOG = logging.getLogger(__name__)
 
@@ -64,52 +69,44 @@ def _path(root: str, table: str) -> str:
     return f"{root.rstrip('/')}/{table}"
 
 
-def compact(spark: SparkSession, root: str, renderer: Renderer | None = None
-            ) -> Compaction | None:
-    """Fold the tail of `changes` into the per-kind tables.
+def compact(root: str) -> Compaction | None:
+    """Fold the tail of `changes` into the per-kind tables, without Spark.
 
     Args:
-        spark: A session with Delta.
         root: The tables root (the projection has created its tables).
-        renderer: The session's `Renderer`, when the caller keeps one (building
-            one costs about a second of calls into the JVM).
 
     Returns:
         What it did; None when there was nothing new.
     """
-    last = DeltaTable.forPath(spark, _path(root, CHANGES)).history(1).first()
-    assert last is not None
-    version = int(last["version"])
-    after = compacted_batch(spark, root)
-    # The tail is read once, at one version, for every table it changes.
-    rows = tail(spark.read.format("delta").option("versionAsOf", version).load(
-        _path(root, CHANGES)), after, renderer).persist()
-    try:
-        found = rows.groupBy("kind").agg(F.max("batch_id").alias("batch_id")).collect()
-        newest = {row["kind"]: int(row["batch_id"]) for row in found}
-        if not newest:
-            return None
-        tables = tuple(t for t in KIND_TABLES if KINDS[t] in newest)
-        for table in tables:
-            # The merged frame reads the table it replaces: Delta reads one
-            # snapshot and the overwrite replaces exactly its files.
-            merged(spark, root, table, rows).write.format("delta").mode(
-                "overwrite").save(_path(root, table))
-    finally:
-        rows.unpersist()
-    reached = max(newest.values())
-    spark.createDataFrame([(reached, version, datetime.now(UTC))], COMPACTION_SCHEMA).write.format(
-        "delta").mode("append").save(_path(root, COMPACTION))
-    return Compaction(batch_id=reached, changes_version=version, tables=tables)
+    changes = DeltaTable(table_uri(root, CHANGES))  # the version this compaction reaches
+    after = compacted_batch(root)
+    newer = query(changes, f"SELECT batch_id, keys, {STATE_TABLE} IS NOT NULL AS moved "
+                           f"FROM t WHERE batch_id > {after}")
+    if not newer.num_rows:
+        return None
+    kinds = {kind_of(key) for keys in newer["keys"].to_pylist() for key in keys or ()}
+    if any(newer["moved"].to_pylist()):
+        kinds.add(STATE_TABLE)
+    tables = tuple(t for t in KIND_TABLES if KINDS[t] in kinds)
+    for table in tables:
+        uri = table_uri(root, table)
+        write_deltalake(uri, merged(DeltaTable(uri), changes, table, after), mode="overwrite")
+    reached = int(pc.max(newer["batch_id"]).as_py())
+    record = DeltaTable(table_uri(root, COMPACTION))
+    write_deltalake(record.table_uri, pa.Table.from_pylist(
+        [{"batch_id": reached, "changes_version": changes.version(),
+          "compacted_at": datetime.now(UTC)}], pa.schema(record.schema().to_arrow())),
+        mode="append")
+    return Compaction(batch_id=reached, changes_version=changes.version(), tables=tables)
 
 
 def maintain(spark: SparkSession, root: str, retain_hours: float = RETAIN_HOURS) -> None:
     """OPTIMIZE `changes` and `metadata_log` (one commit per trigger makes many small files)
     and VACUUM the files older versions no longer need."""
     for table in (CHANGES, "metadata_log"):
-        delta = DeltaTable.forPath(spark, _path(root, table))
-        delta.optimize().executeCompaction()
-        delta.vacuum(retain_hours)
+        stored = delta.tables.DeltaTable.forPath(spark, _path(root, table))
+        stored.optimize().executeCompaction()
+        stored.vacuum(retain_hours)
 
 
 class Maintenance:
@@ -149,7 +146,6 @@ class Maintenance:
 
     def _run(self) -> None:
         self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", POOL)
-        renderer = Renderer() if self.compact_seconds > 0 else None
         now = time.monotonic()
         next_compact = now + self.compact_seconds if self.compact_seconds > 0 else float("inf")
         next_maintain = (now + self.maintain_seconds if self.maintain_seconds > 0
@@ -157,7 +153,7 @@ class Maintenance:
         while not self._stop.wait(max(0.0, min(next_compact, next_maintain) - time.monotonic())):
             try:
                 if time.monotonic() >= next_compact:
-                    done = compact(self.spark, self.root, renderer)
+                    done = compact(self.root)
                     LOG.info("compaction: %s", done)
                     next_compact = time.monotonic() + self.compact_seconds
                 if time.monotonic() >= next_maintain:

@@ -43,7 +43,7 @@ def table_uri(root: str, name: str) -> str:
     return f"{root.rstrip('/')}/{name}"
 
 
-def _query(table: DeltaTable, sql: str) -> pa.Table:
+def query(table: DeltaTable, sql: str) -> pa.Table:
     # delta-rs' own scan, not `to_pyarrow_table()`: that one reads through pyarrow's
     # dataset threads and a Python filesystem handler, and the process then aborted at
     # exit 7 times in 8 ("terminate called without an active exception",
@@ -63,7 +63,7 @@ def read_table(root: str, name: str, version: int | None = None) -> pa.Table:
         Every row of that version.
     """
     table = DeltaTable(table_uri(root, name), version=version)
-    return _query(table, "SELECT * FROM t").cast(pa.schema(table.schema().to_arrow()))
+    return query(table, "SELECT * FROM t").cast(pa.schema(table.schema().to_arrow()))
 
 
 def read_rows(root: str, name: str) -> list[dict[str, Any]]:
@@ -91,13 +91,31 @@ def read_current(root: str, kind: str) -> pa.Table:
                          f"{', '.join(KIND_TABLES)}")
     # The compaction record first, the compacted table next, `changes` last:
     # every read sees at least what the one before it promised.
-    marks = _query(DeltaTable(table_uri(root, COMPACTION)), "SELECT max(batch_id) AS b FROM t")
+    # (A DeltaTable reads its version when it is opened.)
+    after = compacted_batch(root)
+    compacted = DeltaTable(table_uri(root, kind))
+    return merged(compacted, DeltaTable(table_uri(root, CHANGES)), kind, after)
+
+
+def compacted_batch(root: str) -> int:
+    """The last `changes` batch the per-kind tables hold (-1 before the first compaction)."""
+    marks = query(DeltaTable(table_uri(root, COMPACTION)), "SELECT max(batch_id) AS b FROM t")
     after = marks.column("b")[0].as_py()
-    after = -1 if after is None else int(after)
-    compacted_table = DeltaTable(table_uri(root, kind))
+    return -1 if after is None else int(after)
+
+
+def merged(compacted_table: DeltaTable, changes: DeltaTable, kind: str, after: int) -> pa.Table:
+    """A per-kind table as stored, merged with its kind's `changes` rows after batch `after`.
+
+    Args:
+        compacted_table: The per-kind table `kind`, open at the version to read.
+        changes: `changes`, open at the version to read.
+        kind: The per-kind table.
+        after: The last batch the per-kind table holds.
+    """
     schema = pa.schema(compacted_table.schema().to_arrow())
-    compacted = _query(compacted_table, "SELECT * FROM t")
-    tail = pa.Table.from_pylist(_tail(DeltaTable(table_uri(root, CHANGES)), kind, after),
+    compacted = query(compacted_table, "SELECT * FROM t")
+    tail = pa.Table.from_pylist(_tail(changes, kind, after),
                                 schema=schema.append(pa.field("op", pa.string())).append(
                                     pa.field("pos", pa.int64())))
     return _merge(compacted, tail, kind, list(schema.names)).cast(schema)
@@ -107,12 +125,12 @@ def _tail(changes: DeltaTable, kind: str, after: int) -> list[dict[str, Any]]:
     """`kind`'s rows of the `changes` rows after batch `after`, rendered (`streaming.render`),
     with `op` and `pos`."""
     if kind == STATE_TABLE:
-        states = _query(changes, (
+        states = query(changes, (
             f"SELECT catalog, resource_version, {STATE_TABLE} AS s FROM t "
             f"WHERE {STATE_TABLE} IS NOT NULL AND batch_id > {after}"))
         return [{"catalog": row["catalog"], "resource_version": row["resource_version"],
                  "op": "PUT", "pos": 0, **row["s"]} for row in states.to_pylist()]
-    released = _query(changes, (
+    released = query(changes, (
         "SELECT catalog, resource_version, schema_epoch, keys, record FROM t "
         f"WHERE record IS NOT NULL AND batch_id > {after}"))
     return [row for change in released.to_pylist()

@@ -38,6 +38,15 @@ PREFIXES: dict[str, str] = {"table_info": TABLE_INFO, "table_name": TABLE_NAME,
 """Kind → the first part of the keys it takes (`dropped_tables` takes the `REMOVED` keys)."""
 
 
+def kind_of(key: str) -> str | None:
+    """The `changes` kind of a key (the per-kind table that takes it; `label_rule` also
+    feeds `region_label`), None for a key no table shows."""
+    if key.startswith(REMOVED):
+        return "dropped_tables"
+    prefix = key.split("/", 1)[0]
+    return next((kind for kind, first in PREFIXES.items() if first == prefix), None)
+
+
 def shows(kind: str, key: str) -> bool:
     """Whether the per-kind table of `kind` (a `changes` kind) takes `key`."""
     if key.startswith(REMOVED):

@@ -80,7 +80,7 @@ def test_random_workload_equals_the_python_fold_across_restarts(
     offsets = _offsets(config.delta_dir)
     assert len(offsets) == len(set(offsets)) == len(records) + len(more)
 
-    compacted = compact(spark, config.delta_dir)
+    compacted = compact(config.delta_dir)
     assert compacted is not None and compacted.tables
     assert_projection_equals(config.delta_dir, images, read_rows)  # the tables as stored
     assert_projection_equals(config.delta_dir, images)  # the merged read, with no tail
@@ -116,7 +116,7 @@ def test_pending_changes_wait_for_publication_and_gaps_hold_the_rest(
     hidden = {("explicit", key) for key, _ in explicit.image.head.items()} - {
         ("explicit", key) for key, _ in explicit.image.published.items()}
     assert hidden and not hidden & delta_values(config.delta_dir).keys()
-    compact(spark, config.delta_dir)  # the next read merges these tables with a tail
+    compact(config.delta_dir)  # the next read merges these tables with a tail
     assert not hidden & delta_values(config.delta_dir, read_rows).keys()
 
     work.publish_all("explicit")
@@ -127,7 +127,7 @@ def test_pending_changes_wait_for_publication_and_gaps_hold_the_rest(
     assert not explicit.image.pending
     images = [explicit.image, work.catalogs["gapped"].image]
     assert_projection_equals(config.delta_dir, images)
-    compact(spark, config.delta_dir)
+    compact(config.delta_dir)
     assert_projection_equals(config.delta_dir, images, read_rows)
 
 

@@ -41,7 +41,7 @@ def test_spark_views_and_the_jvm_free_read_agree_and_the_feed_is_in_order(
     config = ProjectionConfig(made.bootstrap, made.events, str(tmp_path / "tables"),
                               str(tmp_path / "cp"), max_offsets_per_trigger=len(first) // 3)
     run_once(spark, config)
-    compact(spark, config.delta_dir)
+    compact(config.delta_dir)
     seen = {c: len(catalog.events) for c, catalog in work.catalogs.items()}
     work.run(20)
     work.publish_some("explicit")
