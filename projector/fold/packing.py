@@ -174,7 +174,7 @@ def pack(value: KeyValue, previous: Packed | None = None) -> Packed:
             (alter options, rename, a version bump) keep the columns, and
             comparing against the old ones is cheaper than interning anew.
     """
-    # The decoder builds these exact classes: no isinstance chain.
+    # Values are these exact classes (none is subclassed): no isinstance chain.
     if type(value) is TableInfoValue:
         return _packed_info(value, previous)
     if type(value) is TableNameValue:

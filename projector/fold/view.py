@@ -87,7 +87,7 @@ class Reads:
 
     def holds(self, requirement: Requirement) -> bool:
         """Whether a compare condition holds on this view."""
-        kind = type(requirement)  # the decoder builds these exact classes: no isinstance chain
+        kind = type(requirement)  # exact classes (none is subclassed): no isinstance chain
         if kind is KeyAbsent:
             return not self._has(requirement.key)
         if kind is KeyAtVersion:
