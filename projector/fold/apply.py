@@ -8,7 +8,7 @@ order. Every failure raises (see `projector.errors`); nothing is skipped
 except an exact re-delivery of an applied resource version.
 """
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable
 from enum import Enum
 from functools import singledispatch
 from itertools import chain
@@ -30,8 +30,8 @@ from events.intents import (
 )
 from events.values import TableInfoValue
 from projector.errors import Divergence, EpochOutOfOrder, SequenceGap, StaleLeader
-from projector.fold.image import Image, PendingChange
-from projector.fold.view import View
+from projector.fold.image import Image, PendingChange, table_version
+from projector.fold.view import Draft
 
 Changes = dict[str, Any]
 """The image fields a handler changes; `apply` adds resource_version and last_hash."""
@@ -75,11 +75,77 @@ def apply(image: Image, event: Event) -> Image:
             epoch, chain or catalog mismatch); `EpochOutOfOrder` when it
             breaks the publication-order rule.
     """
-    delivery = classify(image, event)
-    if delivery is Delivery.DUPLICATE:
+    if classify(image, event) is Delivery.DUPLICATE:
         return image
+    _check_envelope(image, event)
+    changes = _fold(event.intent, image, event)
+    changes["resource_version"] = event.resource_version
+    changes["last_hash"] = event.hash
+    return _evolve(image, changes)
+
+
+def replay(image: Image, events: Iterable[Event]) -> Image:
+    """Apply events in order; the same image and the same errors as `apply`."""
+    folding = Folding(image)
+    for event in events:
+        folding.apply(event)
+    return folding.image()
+
+
+class Folding:
+    """`apply`, event after event, building the image once at the end: what replays use.
+
+    A run of change events in auto mode is written to one `Draft` of the head, whose
+    view is built once for the run instead of once per event; any other event (or
+    explicit mode) finishes the draft first and goes through `apply`. The checks are
+    `apply`'s own, and `image()` is the image `apply` would have given after the same
+    events.
+
+    Args:
+        image: The image to start from (never changed).
+    """
+
+    def __init__(self, image: Image) -> None:
+        self._image = image  # current but for head and published while a draft is open
+        self._draft: Draft | None = None
+
+    @property
+    def resource_version(self) -> int:
+        """The last applied event's."""
+        return self._image.resource_version
+
+    def apply(self, event: Event) -> None:
+        """Apply the next event; raises as `apply` does (the folding is then spent)."""
+        image = self._image
+        if type(event.intent) not in _CHANGE_TYPES or image.publish_mode != "auto":
+            self._image = apply(self.image(), event)
+            return
+        if classify(image, event) is Delivery.DUPLICATE:
+            return
+        _check_envelope(image, event)
+        draft = self._draft
+        if draft is None:
+            draft = self._draft = Draft(image.head)
+        changes = _change(image, draft, event)
+        changes["stable_epoch"] = event.schema_epoch
+        changes["resource_version"] = event.resource_version
+        changes["last_hash"] = event.hash
+        self._image = _evolve(image, changes)
+
+    def image(self) -> Image:
+        """The image after the events applied so far."""
+        draft = self._draft
+        if draft is not None:
+            self._draft = None
+            head = draft.finish()
+            self._image = _evolve(self._image, dict(head=head, published=head))
+        return self._image
+
+
+def _check_envelope(image: Image, event: Event) -> None:
+    """`apply`'s checks of a next or later event's envelope against the image."""
     at = event.resource_version
-    if delivery is Delivery.GAP:
+    if at != image.resource_version + 1:
         raise SequenceGap(image.resource_version + 1, at)
     if event.catalog != image.catalog:
         raise Divergence(at, f"belongs to catalog `{event.catalog}`, not `{image.catalog}`")
@@ -93,17 +159,6 @@ def apply(image: Image, event: Event) -> Image:
         )
     if event.prev_hash != image.last_hash:
         raise Divergence(at, "prev_hash is not the previous event's hash: the chain is broken")
-    changes = _fold(event.intent, image, event)
-    changes["resource_version"] = at
-    changes["last_hash"] = event.hash
-    return _evolve(image, changes)
-
-
-def replay(image: Image, events: Iterable[Event]) -> Image:
-    """Apply events in order; the same errors as `apply`."""
-    for event in events:
-        image = apply(image, event)
-    return image
 
 
 @singledispatch
@@ -115,8 +170,27 @@ def _fold(intent: object, image: Image, event: Event) -> Changes:
 
 
 def _apply_change(intent: object, image: Image, event: Event) -> Changes:
+    draft = Draft(image.head)
+    changes = _change(image, draft, event)
+    head = changes["head"] = draft.finish()
+    if image.publish_mode == "auto":
+        return changes | dict(published=head, stable_epoch=event.schema_epoch)
     at = event.resource_version
-    head = image.head
+    change = PendingChange(event)
+    return changes | dict(
+        pending=image.pending.set(at, change),
+        pending_by_table=_appended(image.pending_by_table, change.table_ids, at),
+        pending_by_key=_appended(image.pending_by_key, change.keys, at),
+    )
+
+
+def _change(image: Image, head: Draft, event: Event) -> Changes:
+    """Check a change event against the image, whose head is `head`, and write it there.
+
+    Returns:
+        The fields besides the views it changes: max_id and retired_versions.
+    """
+    at = event.resource_version
     for requirement in event.requirements:
         if not head.holds(requirement):
             raise Divergence(
@@ -124,8 +198,9 @@ def _apply_change(intent: object, image: Image, event: Event) -> Changes:
                 f"requirement {describe(requirement)} does not hold: this image differs "
                 "from the leader's; rebuild it from a trusted snapshot and the log",
             )
+    retired = image.retired_versions
     for table in event.tables:
-        current = image.version_of(table.table_id)
+        current = table_version(head, retired, table.table_id)
         if table.version != current + 1:
             raise Divergence(
                 at,
@@ -139,37 +214,30 @@ def _apply_change(intent: object, image: Image, event: Event) -> Changes:
             f"schema_epoch {event.schema_epoch} in {image.publish_mode} mode: expected "
             f"{expected_epoch}",
         )
-    head = head.mutated(event.mutations)
-    changes: Changes = dict(
-        head=head,
-        max_id=max(image.max_id, _highest_id(event)),
-        retired_versions=_retired(image, head, event),
-    )
-    if image.publish_mode == "auto":
-        return changes | dict(published=head, stable_epoch=event.schema_epoch)
-    change = PendingChange(event)
-    return changes | dict(
-        pending=image.pending.set(at, change),
-        pending_by_table=_appended(image.pending_by_table, change.table_ids, at),
-        pending_by_key=_appended(image.pending_by_key, change.keys, at),
+    head.write(event.mutations)
+    highest, partition_ids = _allocated(event)
+    return dict(
+        max_id=max(image.max_id, highest),
+        retired_versions=_retired(retired, head, event, partition_ids),
     )
 
 
-def _retired(image: Image, head: View, event: Event) -> Map[int, int]:
+def _retired(
+    retired: Map[int, int], head: Draft, event: Event, partition_ids: set[int]
+) -> Map[int, int]:
     """`retired_versions` after the event (`head` is the head after it).
 
     A table id that an exchange made a partition keeps its last version; once
     an exchange makes it a table again, its info holds the version.
     """
-    retired = image.retired_versions
+    if not retired and not partition_ids:
+        return retired  # the usual case: nothing to look up
     for table in event.tables:
         table_id = table.table_id
         if table_id in retired:
             if head.version_of(table_id):
                 retired = retired.delete(table_id)
-        elif head.version_of(table_id) == 0 and any(
-            table_id in _partition_ids(info) for info in _infos(event)
-        ):
+        elif table_id in partition_ids and head.version_of(table_id) == 0:
             retired = retired.set(table_id, table.version)
     return retired
 
@@ -186,6 +254,8 @@ def _appended(
 
 for _kind in CHANGE_INTENTS:
     _fold.register(_kind, _apply_change)
+_CHANGE_TYPES = frozenset(CHANGE_INTENTS)
+"""The intents `_apply_change` folds (a subclass of one takes `apply`'s path: the same)."""
 
 
 @_fold.register
@@ -332,24 +402,16 @@ def describe(requirement: Requirement) -> str:
     return f"{requirement.type}({requirement.key})"
 
 
-def _infos(event: Event) -> Iterator[TableInfoValue]:
-    """The table infos the event PUTs."""
-    for mutation in event.mutations:
-        if type(mutation.value) is TableInfoValue:
-            yield mutation.value
-
-
-def _partition_ids(info: TableInfoValue) -> tuple[int, ...]:
-    return tuple(p.partition_id for p in info.partitions)
-
-
-def _highest_id(event: Event) -> int:
-    """The highest table or partition id the event's PUT infos hold (0 if none)."""
+def _allocated(event: Event) -> tuple[int, set[int]]:
+    """The highest table or partition id the event's PUT infos hold (0 if none), and their
+    partitions' ids."""
     highest = 0
+    partition_ids: set[int] = set()
     for mutation in event.mutations:
         value = mutation.value
         if type(value) is TableInfoValue:
             highest = max(highest, value.table_id)
             if value.partitions:
-                highest = max(highest, *(p.partition_id for p in value.partitions))
-    return highest
+                partition_ids.update(p.partition_id for p in value.partitions)
+                highest = max(highest, *partition_ids)
+    return highest, partition_ids

@@ -13,7 +13,7 @@ from typing import Literal
 from immutables import Map
 
 from events.event import GENESIS_HASH, Event
-from projector.fold.view import View
+from projector.fold.view import Reads, View
 
 PublishMode = Literal["auto", "explicit"]
 """`auto`: every change is published at once; `explicit`: WiredTiger's publish API."""
@@ -109,7 +109,7 @@ class Image:
 
         0 for an id that was never a table.
         """
-        return self.head.version_of(table_id) or self.retired_versions.get(table_id, 0)
+        return table_version(self.head, self.retired_versions, table_id)
 
     def blocker(
         self, change: PendingChange, epoch: int, assigning: Container[int] = ()
@@ -158,3 +158,8 @@ class Image:
             return None
         earlier = self.pending[versions[at - 1]]
         return None if 0 < earlier.schema_epoch <= epoch else earlier
+
+
+def table_version(head: Reads, retired_versions: Map[int, int], table_id: int) -> int:
+    """`Image.version_of` over `head` (a view or a draft of one) and `retired_versions`."""
+    return head.version_of(table_id) or retired_versions.get(table_id, 0)

@@ -80,14 +80,8 @@ class LayeredValues(Mapping[str, Packed]):
 
     def get(self, key: str, default: Packed | None = None) -> Packed | None:  # type: ignore[override]
         """The packed value under `key` (built from its columns if it is cold), or `default`."""
-        found = self.changes.get(key, _MISSING)
-        if found is _MISSING:
-            cold = self.cold
-            if cold is None:
-                return default
-            value = cold.get(key)
-            return default if value is None else value
-        return default if found is GONE else found  # type: ignore[return-value]
+        value = read(self.changes, self.cold, key)
+        return default if value is None else value
 
     def __getitem__(self, key: str) -> Packed:
         value = self.get(key)
@@ -96,12 +90,7 @@ class LayeredValues(Mapping[str, Packed]):
         return value
 
     def __contains__(self, key: object) -> bool:
-        if not isinstance(key, str):
-            return False
-        found = self.changes.get(key, _MISSING)
-        if found is _MISSING:
-            return self.cold is not None and key in self.cold
-        return found is not GONE
+        return isinstance(key, str) and holds_key(self.changes, self.cold, key)
 
     def __len__(self) -> int:
         size = self._size
@@ -189,6 +178,26 @@ class LayeredValues(Mapping[str, Packed]):
     def __repr__(self) -> str:
         cold = 0 if self.cold is None else len(self.cold)
         return f"LayeredValues({len(self)} keys: {cold} cold, {len(self.changes)} changes)"
+
+
+ChangeMap = Map[str, Change] | MapMutation[str, Change]
+"""The changes over a cold layer: a view's map, or a draft's mutation of it (`view.Draft`)."""
+
+
+def read(changes: ChangeMap, cold: Cold | None, key: str) -> Packed | None:
+    """The packed value under `key` in `changes` over `cold`, or None."""
+    found = changes.get(key, _MISSING)
+    if found is _MISSING:
+        return None if cold is None else cold.get(key)
+    return None if found is GONE else found  # type: ignore[return-value]
+
+
+def holds_key(changes: ChangeMap, cold: Cold | None, key: str) -> bool:
+    """Whether `changes` over `cold` hold a value under `key`."""
+    found = changes.get(key, _MISSING)
+    if found is _MISSING:
+        return cold is not None and key in cold
+    return found is not GONE
 
 
 def delete(changes: MapMutation[str, Change], cold: Cold | None, key: str) -> None:

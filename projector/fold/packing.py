@@ -15,6 +15,7 @@ image stores instead:
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -149,9 +150,13 @@ def shared_column(column: Column) -> Column:
     return _column(column)
 
 
+_COLUMN_KEY = attrgetter("name", "data_type", "nullable", "default_value")
+"""A column's pool key (`_column`'s), read in C."""
+
+
 def _column(column: Column) -> Column:
     """An equal column seen before, keyed by a plain tuple (hashes in C, unlike the model)."""
-    key = (column.name, column.data_type, column.nullable, column.default_value)
+    key = _COLUMN_KEY(column)
     found = _pool.get(key)
     if found is None:
         if len(_pool) >= _POOL_LIMIT:
@@ -169,32 +174,44 @@ def pack(value: KeyValue, previous: Packed | None = None) -> Packed:
             (alter options, rename, a version bump) keep the columns, and
             comparing against the old ones is cheaper than interning anew.
     """
-    if isinstance(value, TableInfoValue):
-        fields = vars(value).copy()
-        if isinstance(previous, TableInfoValue) and _same_columns(value, previous):
-            fields["columns"] = previous.columns
-            fields["catalog"] = previous.catalog
-            fields["schema_name"] = _shared(value.schema_name)
-        else:
-            fields["catalog"] = _shared(value.catalog)
-            fields["schema_name"] = _shared(value.schema_name)
-            # The tuple itself is per table: column sets rarely repeat whole,
-            # and a pool key for it would cost more than the tuple.
-            fields["columns"] = tuple(map(_column, value.columns))
-        fields["primary_key"] = _shared(value.primary_key)
-        return _info(fields)
-    if isinstance(value, TableNameValue):
+    # Values are these exact classes (none is subclassed): no isinstance chain.
+    if type(value) is TableInfoValue:
+        return _packed_info(value, previous)
+    if type(value) is TableNameValue:
         return PackedName(value.table_id)
-    if isinstance(value, TableRouteValue):
+    if type(value) is DatanodeTableValue:
+        return PackedDatanodeTable(value.datanode_id, value.table_id, value.regions, value.version)
+    if type(value) is TableRouteValue:
         return PackedRoute(
             value.table_id,
             tuple(
                 (r.region_id, r.leader_datanode, r.follower_datanodes) for r in value.region_routes
             ),
         )
-    if isinstance(value, DatanodeTableValue):
-        return PackedDatanodeTable(value.datanode_id, value.table_id, value.regions, value.version)
+    assert isinstance(value, LabelRuleValue)
     return value
+
+
+def _packed_info(value: TableInfoValue, previous: Packed | None) -> TableInfoValue:
+    fields = vars(value).copy()
+    if type(previous) is TableInfoValue and _same_columns(value, previous):
+        fields["columns"] = previous.columns
+        fields["catalog"] = previous.catalog
+        fields["schema_name"] = _shared(value.schema_name)
+    else:
+        fields["catalog"] = _shared(value.catalog)
+        fields["schema_name"] = _shared(value.schema_name)
+        # The tuple itself is per table: column sets rarely repeat whole,
+        # and a pool key for it would cost more than the tuple.
+        fields["columns"] = _columns(value.columns)
+    fields["primary_key"] = _shared(value.primary_key)
+    return _info(fields)
+
+
+def _columns(columns: tuple[Column, ...]) -> tuple[Column, ...]:
+    """`tuple(map(_column, columns))`, looked up in C when every column was seen before."""
+    found = tuple(map(_pool.get, map(_COLUMN_KEY, columns)))
+    return found if all(found) else tuple(map(_column, columns))  # type: ignore[return-value]
 
 
 def unpack(packed: Packed) -> KeyValue:

@@ -40,18 +40,68 @@ from events.values import (
     TableInfoValue,
     TableRouteValue,
 )
-from projector.fold.layered import Cold, Gone, LayeredValues, delete
+from projector.fold.layered import Cold, Gone, LayeredValues, delete, holds_key, read
 from projector.fold.packing import Packed, PackedDatanodeTable, PackedName, pack, unpack
 
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
 _RULE_PREFIX = LABEL_RULE + "/"
 _REMOVED_INFO_PREFIX = removed(TABLE_INFO) + "/"
+_INDEXED_PREFIXES = (_DATANODE_PREFIX, _RULE_PREFIX)
+_VERSIONED = (TableInfoValue, PackedDatanodeTable)
+"""The packed values with a `version` (what `KeyAtVersion` reads)."""
 
 _EMPTY: Map[int, None] = Map()
 
 
+class Reads:
+    """What the fold checks a change against: tables' versions and requirements.
+
+    One home for the reads a `View` and a `Draft` share; each gives `_get` and `_has`.
+    """
+
+    __slots__ = ()
+
+    def _get(self, key: str) -> Packed | None:
+        raise NotImplementedError
+
+    def _has(self, key: str) -> bool:
+        raise NotImplementedError
+
+    def table(self, table_id: int) -> TableInfoValue | None:
+        """The live table with this id."""
+        packed = self._get(table_info_key(table_id))
+        return packed if isinstance(packed, TableInfoValue) else None
+
+    def dropped_table(self, table_id: int) -> TableInfoValue | None:
+        """The dropped (not yet purged) table with this id."""
+        packed = self._get(removed(table_info_key(table_id)))
+        return packed if isinstance(packed, TableInfoValue) else None
+
+    def version_of(self, table_id: int) -> int:
+        """The table's version: its live or dropped info's; 0 for an id without one."""
+        key = table_info_key(table_id)
+        info = self._get(key)
+        if type(info) is not TableInfoValue:
+            info = self._get(removed(key))
+        return info.version if type(info) is TableInfoValue else 0
+
+    def holds(self, requirement: Requirement) -> bool:
+        """Whether a compare condition holds on this view."""
+        kind = type(requirement)  # exact classes (none is subclassed): no isinstance chain
+        if kind is KeyAbsent:
+            return not self._has(requirement.key)
+        if kind is KeyAtVersion:
+            packed = self._get(requirement.key)
+            return type(packed) in _VERSIONED and packed.version == requirement.version  # type: ignore[union-attr]
+        if kind is KeyPresent:
+            return self._has(requirement.key)
+        assert isinstance(requirement, ValueEquals)
+        packed = self._get(requirement.key)
+        return packed is not None and unpack(packed) == requirement.value
+
+
 @dataclass(frozen=True, slots=True, eq=False)
-class View:
+class View(Reads):
     """An immutable key/value state plus derived indexes; equal when the keys are.
 
     Attributes:
@@ -111,17 +161,13 @@ class View:
         for key, packed in self.values.items():
             yield key, unpack(packed)
 
-    def table(self, table_id: int) -> TableInfoValue | None:
-        """The live table with this id."""
-        return self._info(table_info_key(table_id))
+    def _get(self, key: str) -> Packed | None:
+        values = self.values
+        return read(values.changes, values.cold, key)
 
-    def dropped_table(self, table_id: int) -> TableInfoValue | None:
-        """The dropped (not yet purged) table with this id."""
-        return self._info(removed(table_info_key(table_id)))
-
-    def _info(self, key: str) -> TableInfoValue | None:
-        packed = self.values.get(key)
-        return packed if isinstance(packed, TableInfoValue) else None
+    def _has(self, key: str) -> bool:
+        values = self.values
+        return holds_key(values.changes, values.cold, key)
 
     def dropped_tables(self) -> Iterator[TableInfoValue]:
         """Every dropped, not yet purged table; a scan of all keys (recover by name is rare)."""
@@ -198,61 +244,130 @@ class View:
         own = self.rules.get(rule_id(schema_name, table_name, partition_name))
         return effective_labels(table_rule, own)
 
-    def version_of(self, table_id: int) -> int:
-        """The table's version: its live or dropped info's; 0 for an id without one."""
-        info = self.table(table_id) or self.dropped_table(table_id)
-        return 0 if info is None else info.version
-
-    def holds(self, requirement: Requirement) -> bool:
-        """Whether a compare condition holds on this view."""
-        if isinstance(requirement, KeyAbsent):
-            return requirement.key not in self.values
-        if isinstance(requirement, KeyPresent):
-            return requirement.key in self.values
-        packed = self.values.get(requirement.key)
-        if isinstance(requirement, KeyAtVersion):
-            return isinstance(packed, TableInfoValue | PackedDatanodeTable) and (
-                packed.version == requirement.version
-            )
-        assert isinstance(requirement, ValueEquals)
-        return packed is not None and unpack(packed) == requirement.value
-
     def mutated(self, mutations: Iterable[Mutation]) -> "View":
         """A new view with the mutations applied in order (a DELETE of an absent key is a no-op)."""
-        cold = self.values.cold
-        values = self.values.changes.mutate()
-        # The indexes change rarely: open their mutations only when a key needs them.
-        datanodes: MapMutation[int, Map[int, None]] | None = None
-        rules: MapMutation[str, LabelRuleValue] | None = None
+        draft = Draft(self)
+        draft.write(mutations)
+        return draft.finish()
+
+
+class Draft(Reads):
+    """A view being changed: mutations written to a dict, then finished into a new `View`.
+
+    The fold writes a run of events to one draft (`projector.fold.apply.Folding`) and
+    builds the view once: the run's writes go to a plain dict (the last value per key),
+    and the persistent maps take them in one pass at `finish`, instead of a new view and
+    a HAMT path copied per event. Reads see every write so far. The view it starts from
+    never changes; after `finish` the draft is spent.
+
+    Args:
+        view: The view to start from.
+    """
+
+    __slots__ = ("_below", "_cold", "_deleted", "_rules", "_tables_of", "_view", "_written")
+
+    def __init__(self, view: View) -> None:
+        self._view = view
+        self._cold = view.values.cold
+        changes = view.values.changes
+        self._below = None if self._cold is None and not changes else (changes, self._cold)
+        """What the view held before the draft; None when nothing (a replay from empty)."""
+        self._written: dict[str, Packed] = {}
+        """Key → the packed value it was last PUT, unless deleted since."""
+        self._deleted: dict[str, None] = {}
+        """The keys last deleted (`delete`d at `finish`); never in `_written`."""
+        self._tables_of: dict[int, MapMutation[int, None]] = {}
+        """Datanode id → its changed table ids, for the keys written."""
+        # Rules change rarely: open their mutation only when a key needs it.
+        self._rules: MapMutation[str, LabelRuleValue] | None = None
+
+    def _get(self, key: str) -> Packed | None:
+        found = self._written.get(key)
+        if found is None and self._below is not None and key not in self._deleted:
+            return read(*self._below, key)
+        return found
+
+    def _has(self, key: str) -> bool:
+        if key in self._written:
+            return True
+        below = self._below
+        return below is not None and key not in self._deleted and holds_key(*below, key)
+
+    def write(self, mutations: Iterable[Mutation]) -> None:
+        """Apply the mutations in order (a DELETE of an absent key is a no-op)."""
+        written = self._written
+        deleted = self._deleted
+        changes = self._view.values.changes
         for mutation in mutations:
             key = mutation.key
+            value = mutation.value
             put = mutation.op is MutationOp.PUT
             if put:
-                assert mutation.value is not None
-                value = mutation.value
-                # Only a changed value's columns are shared: a cold one is not built for it.
-                previous = values.get(key) if type(value) is TableInfoValue else None
-                values[key] = pack(value, previous)  # type: ignore[arg-type]
-            else:
-                delete(values, cold, key)
-            if key.startswith(_DATANODE_PREFIX):
-                if datanodes is None:
-                    datanodes = self.changed_datanodes.mutate()
-                _index(datanodes, *_datanode_key(key), put)
-            elif key.startswith(_RULE_PREFIX):
-                rule = key[len(_RULE_PREFIX) :]
-                if rules is None:
-                    rules = self.rules.mutate()
-                if put:
-                    assert isinstance(mutation.value, LabelRuleValue)
-                    rules[rule] = mutation.value
+                assert value is not None
+                if type(value) is TableInfoValue:
+                    # Only a changed value's columns are shared: a cold one is not built for it.
+                    previous = written.get(key)
+                    if previous is None and key not in deleted:
+                        previous = changes.get(key)  # type: ignore[assignment]
+                    written[key] = pack(value, previous)
                 else:
-                    rules.pop(rule, None)
+                    written[key] = pack(value)
+                if deleted:
+                    deleted.pop(key, None)
+            else:
+                written.pop(key, None)
+                deleted[key] = None
+            if key.startswith(_INDEXED_PREFIXES):
+                if key.startswith(_DATANODE_PREFIX):
+                    self._index(key, put)
+                else:
+                    self._rule(key[len(_RULE_PREFIX) :], value if put else None)
+
+    def _index(self, key: str, put: bool) -> None:
+        """Add or remove the table of a `__dn_table/{datanode}/{table}` key under its datanode."""
+        datanode, table = _datanode_key(key)
+        tables = self._tables_of.get(datanode)
+        if tables is None:
+            tables = self._tables_of[datanode] = self._view.changed_datanodes.get(
+                datanode, _EMPTY
+            ).mutate()
+        if put:
+            tables[table] = None
+        else:
+            tables.pop(table, None)
+
+    def _rule(self, rule: str, value: KeyValue | None) -> None:
+        if self._rules is None:
+            self._rules = self._view.rules.mutate()
+        if value is None:
+            self._rules.pop(rule, None)
+        else:
+            assert isinstance(value, LabelRuleValue)
+            self._rules[rule] = value
+
+    def finish(self) -> View:
+        """The view with every write; the draft is spent."""
+        view = self._view
+        cold = self._cold
+        values = view.values.changes.mutate()
+        values.update(self._written)
+        for key in self._deleted:
+            delete(values, cold, key)
+        datanodes = view.changed_datanodes
+        if self._tables_of:
+            index = datanodes.mutate()
+            for datanode, mutation in self._tables_of.items():
+                tables = mutation.finish()
+                if tables:
+                    index[datanode] = tables
+                else:
+                    index.pop(datanode, None)
+            datanodes = index.finish()
         return View(
-            self.catalog,
+            view.catalog,
             LayeredValues(cold, values.finish()),
-            self.changed_datanodes if datanodes is None else datanodes.finish(),
-            self.rules if rules is None else rules.finish(),
+            datanodes,
+            view.rules if self._rules is None else self._rules.finish(),
         )
 
 
@@ -260,18 +375,3 @@ def _datanode_key(key: str) -> tuple[int, int]:
     """(datanode id, table id) of a `__dn_table/{datanode}/{table}` key."""
     datanode, table = key[len(_DATANODE_PREFIX) :].split("/")
     return int(datanode), int(table)
-
-
-def _index(
-    datanodes: MapMutation[int, Map[int, None]], datanode: int, table: int, put: bool
-) -> None:
-    """Add or remove one table id under a datanode."""
-    tables: Map[int, None] = datanodes.get(datanode, _EMPTY)
-    if put:
-        tables = tables.set(table, None)
-    elif table in tables:
-        tables = tables.delete(table)
-    if tables:
-        datanodes[datanode] = tables
-    else:
-        datanodes.pop(datanode, None)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from events.event import Event
 from projector.errors import ReplayError
-from projector.fold.apply import apply
+from projector.fold.apply import Folding
 from projector.fold.image import Image
 
 
@@ -97,12 +97,13 @@ def replay_until(
             f"resource_version {wanted} lies below the starting image's "
             f"{image.resource_version}: start from an older snapshot or the empty log"
         )
+    folding = Folding(image)
     for event in events:
         if seen is not None:
             seen(event)
-        if event.resource_version <= image.resource_version:
+        if event.resource_version <= folding.resource_version:
             continue
         if point.passed_by(event):
             break
-        image = apply(image, event)
-    return image
+        folding.apply(event)
+    return folding.image()
