@@ -37,7 +37,7 @@ from streaming.render import kind_of
 LOG = logging.getLogger(__name__)
 
 POOL = "metalog-compaction"
-"""The FAIR scheduler pool of compaction and maintenance jobs (`metalog/jvm/fairscheduler.xml`)."""
+"""The FAIR pool of OPTIMIZE/VACUUM jobs (`metalog/jvm/fairscheduler.xml`)."""
 
 PROJECTION_POOL = "metalog-projection"
 """The pool of the fold's micro-batches: ten times the weight of the others."""

@@ -38,9 +38,9 @@ def compacted_batch(spark: SparkSession, root: str) -> int:
     return -1 if row is None or row[0] is None else int(row[0])
 
 
-def tail(changes: DataFrame, after_batch: int, renderer: Renderer | None = None) -> DataFrame:
+def tail(changes: DataFrame, after_batch: int) -> DataFrame:
     """The rendered rows of `changes` after `after_batch`: what the per-kind tables lack."""
-    return (renderer or Renderer())(changes.where(F.col("batch_id") > after_batch))
+    return Renderer()(changes.where(F.col("batch_id") > after_batch))
 
 
 def tail_rows(rows: DataFrame, table: str) -> DataFrame:
