@@ -31,8 +31,6 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
 from streaming.layout import CHANGES, COMPACTION, KIND_TABLES, KINDS, STATE_TABLE
-from streaming.read import compacted_batch, merged, query, table_uri
-from streaming.render import kind_of
 
 LOG = logging.getLogger(__name__)
 
@@ -78,6 +76,11 @@ def compact(root: str) -> Compaction | None:
     Returns:
         What it did; None when there was nothing new.
     """
+    # Imported here: every `metalog` command imports this module (its CLI's
+    # defaults), and DuckDB, once imported, prints leak reports at some exits.
+    from streaming.read import compacted_batch, merged, query, table_uri
+    from streaming.render import kind_of
+
     changes = DeltaTable(table_uri(root, CHANGES))  # the version this compaction reaches
     after = compacted_batch(root)
     newer = query(changes, f"SELECT batch_id, keys, {STATE_TABLE} IS NOT NULL AS moved "
