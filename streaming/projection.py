@@ -84,6 +84,9 @@ SESSION_CONF = {
     # Int.MaxValue the count is skipped (batches are still cut at
     # `spark.sql.execution.arrow.maxRecordsPerBatch` rows, 10,000).
     "spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1),
+    # A batch's fold output is cached for one batch only, read once or twice:
+    # building the compressed columns cost more than it saves.
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
 }
 """Session confs of the projection (set by `start_projection`)."""
 
@@ -97,7 +100,9 @@ TABLE_PROPERTIES: dict[str, dict[str, str]] = {
     # File statistics only through `batch_id`, what the readers and the
     # compaction filter the tail by: not for the keys and the records.
     CHANGES: {**APPEND_PROPERTIES, "delta.dataSkippingNumIndexedCols": str(INDEXED_COLUMNS)},
-    "metadata_log": APPEND_PROPERTIES,
+    # The log's readers look records up by catalog and resource_version: no
+    # statistics for the other ten columns of every record appended.
+    "metadata_log": {**APPEND_PROPERTIES, "delta.dataSkippingNumIndexedCols": "2"},
 }
 """Delta table properties of the tables a micro-batch appends to, set when they are created."""
 
