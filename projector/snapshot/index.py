@@ -1,0 +1,146 @@
+"""A loaded snapshot's keys → their row, found without a Python string per key.
+
+A dict from key to row costs, at 1M tables (4M keys), a Python string per key
+(`to_pylist`) and a hashed insert: ≈ 1.5 s, most of a snapshot load
+(docs/benchmarks/failover.md). A `KeyIndex` hashes each row group's key
+column in a few numpy passes over its bytes, then sorts the hashes, each with
+its row number below it, in one int64 array. A lookup hashes the key alike,
+goes to its bucket of that array, and compares the key itself with the row's
+key (so a collision costs a comparison, never a wrong row).
+
+The hash: a key's UTF-8 bytes, zero-padded to whole little-endian 64-bit
+words, each word times its position's odd factor, summed with the length
+times another (mod 2**64), then mixed (xor-shift, multiply, xor-shift).
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from collections.abc import Sequence
+from operator import mul
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from projector.errors import SnapshotError
+from projector.snapshot.arrow import numpy_of, offsets_of
+
+_MASK = (1 << 64) - 1
+_MIX = 0x7FB5D329728EA185
+
+
+def _splitmix(n: int) -> int:
+    n = (n + 0x9E3779B97F4A7C15) & _MASK
+    n = ((n ^ (n >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    n = ((n ^ (n >> 27)) * 0x94D049BB133111EB) & _MASK
+    return n ^ (n >> 31)
+
+
+_FACTORS = [_splitmix(n) | 1 for n in range(64)]
+"""Each word position's factor; keys past 64 words (512 bytes) reuse them in turn."""
+_LENGTH = _splitmix(64) | 1
+_FACTOR_ARRAY = np.array(_FACTORS, np.uint64)
+
+
+def key_hash(key: str) -> int:
+    """The 64-bit hash `KeyIndex` files `key` under (the same as the vectorised one)."""
+    data = key.encode()
+    words = (len(data) + 7) >> 3
+    factors = _FACTORS if words <= len(_FACTORS) else _FACTORS * -(-words // len(_FACTORS))
+    value = struct.unpack(f"<{words}Q", data.ljust(words << 3, b"\0"))
+    h = (sum(map(mul, value, factors)) + len(data) * _LENGTH) & _MASK
+    h = ((h ^ (h >> 31)) * _MIX) & _MASK
+    return h ^ (h >> 29)
+
+
+def key_hashes(keys: pa.Array) -> np.ndarray:
+    """`key_hash` of every key of a string column (no nulls), as uint64."""
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, np.uint64)
+    lengths = numpy_of(pc.binary_length(keys)).astype(np.uint64)
+    width = max(8, (int(lengths.max()) + 7) & ~7)
+    padded = pc.ascii_rpad(keys, width=width, padding="\0")
+    offsets = offsets_of(padded)
+    if offsets[0] != 0 or int(offsets[-1]) != n * width:  # not one width: hash each alone
+        return np.fromiter(map(key_hash, keys.to_pylist()), np.uint64, n)
+    words = np.frombuffer(padded.buffers()[2], "<u8", count=n * width >> 3).reshape(n, width >> 3)
+    factors = np.resize(_FACTOR_ARRAY, width >> 3)
+    h = (words * factors).sum(axis=1, dtype=np.uint64) + lengths * np.uint64(_LENGTH)
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(_MIX)
+    h ^= h >> np.uint64(29)
+    return h
+
+
+class KeyIndex:
+    """Key → row over string columns taken in row order; read-only once built.
+
+    Args:
+        columns: Each row group's key column (no nulls); rows number on from
+            one column to the next.
+
+    Raises:
+        SnapshotError: A key appears twice.
+    """
+
+    __slots__ = ("_bits", "_buckets", "_columns", "_entries", "_shift", "_starts")
+
+    def __init__(self, columns: Sequence[pa.Array]) -> None:
+        self._columns = list(columns)
+        self._starts = [0]
+        for column in self._columns:
+            self._starts.append(self._starts[-1] + len(column))
+        rows = self._starts[-1]
+        self._bits = bits = max(1, (rows - 1).bit_length())
+        """Low bits of an entry: its row; the 63 - `bits` above them: its key's hash."""
+        hashes = np.concatenate([np.zeros(0, np.uint64), *map(key_hashes, self._columns)])
+        entries = ((hashes >> np.uint64(bits + 1)).astype(np.int64) << np.int64(bits)) | np.arange(
+            rows, dtype=np.int64
+        )
+        entries.sort()
+        self._entries = entries
+        # A bucket per 2 rows or so (its top bits of the hash): a lookup scans 0 to a few entries.
+        buckets = max(1, min(bits - 1, 31))
+        self._shift = 63 - buckets
+        counts = np.bincount(entries >> np.int64(self._shift), minlength=1 << buckets)
+        self._buckets = np.concatenate([np.zeros(1, np.int64), np.cumsum(counts)])
+        self._refuse_twice()
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    def row(self, key: str) -> int | None:
+        """The row holding `key`, or None."""
+        entry = key_hash(key) >> 1
+        bits = self._bits
+        hashed = entry >> bits
+        bucket = entry >> self._shift
+        entries = self._entries
+        for at in range(self._buckets.item(bucket), self._buckets.item(bucket + 1)):
+            found = entries.item(at)
+            if found >> bits == hashed:
+                row = found & ((1 << bits) - 1)
+                if self.key(row) == key:
+                    return row
+        return None
+
+    def key(self, row: int) -> str:
+        """The key at `row`."""
+        group = bisect.bisect_right(self._starts, row) - 1
+        value: str = self._columns[group][row - self._starts[group]].as_py()
+        return value
+
+    def _refuse_twice(self) -> None:
+        """The rows that share a hash (a few, by chance) must hold different keys."""
+        hashed = self._entries >> np.int64(self._bits)
+        mask = (1 << self._bits) - 1
+        sharing: dict[int, set[int]] = {}
+        for at in np.flatnonzero(hashed[1:] == hashed[:-1]).tolist():
+            rows = sharing.setdefault(hashed.item(at), set())
+            rows.update(self._entries.item(i) & mask for i in (at, at + 1))
+        for rows in sharing.values():
+            if len({self.key(row) for row in rows}) != len(rows):
+                raise SnapshotError("a key appears twice in one view")

@@ -1,0 +1,107 @@
+"""A loaded snapshot's key index (`projector.snapshot.index`) against a plain dict."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from projector.errors import SnapshotError
+from projector.fold.apply import replay
+from projector.fold.image import Image
+from projector.snapshot import index
+from projector.snapshot.index import KeyIndex, key_hash, key_hashes
+from projector.snapshot.store import Position, write_snapshot
+from tests.follower.workload import CATALOG, random_log
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _keys(seed: int, count: int) -> list[str]:
+    """Distinct keys of every shape: ASCII and not, empty, 8-byte multiples, past 512 bytes."""
+    rng = random.Random(seed)
+    shapes = [
+        lambda: f"__table_info/{rng.randrange(10**9)}",
+        lambda: f"__dn_table/{rng.randrange(64)}/{rng.randrange(10**6)}",
+        lambda: "__table_name/c/é/" + "".join(rng.choices("abcdéß日\0", k=rng.randrange(12))),
+        lambda: "x" * rng.choice((0, 7, 8, 9, 16)) + str(rng.randrange(99)),
+        lambda: "r/" + "".join(rng.choices("ab", k=rng.randrange(500, 700))),
+    ]
+    found = dict.fromkeys([""])
+    while len(found) < count:
+        found[rng.choice(shapes)()] = None
+    return list(found)
+
+
+def _columns(keys: list[str], sizes: list[int]) -> list[pa.Array]:
+    """`keys` cut into string columns of these sizes; one of them a slice (offset > 0)."""
+    columns, at = [], 0
+    for size in sizes:
+        columns.append(pa.array(["pad", *keys[at : at + size]], pa.string()).slice(1))
+        at += size
+    return columns
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_column_hashes_equal_each_key_hashed_alone(seed: int) -> None:
+    keys = _keys(seed, 400)
+    column = pa.array(["a", *keys], pa.string()).slice(1)
+    assert key_hashes(column).tolist() == [key_hash(key) for key in keys]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_index_finds_the_row_a_dict_would_and_nothing_else(seed: int) -> None:
+    keys = _keys(seed, 3000)
+    built = KeyIndex(_columns(keys, [1000, 0, 1, 1999]))
+    assert len(built) == len(keys)
+    assert [built.row(key) for key in keys] == list(range(len(keys)))
+    assert [built.key(row) for row in range(len(keys))] == keys
+    absent = [key + "!" for key in keys[:300]] + [key[:-1] for key in keys[:300] if key]
+    assert [built.row(key) for key in absent if key not in set(keys)] == [None] * len(
+        [key for key in absent if key not in set(keys)]
+    )
+    assert KeyIndex([]).row("") is None and len(KeyIndex([])) == 0
+
+
+def test_keys_that_share_a_hash_are_told_apart_and_a_repeated_one_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every key under one hash: lookups compare the keys, and a key held twice among
+    them is found even when another key's row sorts between its two."""
+    monkeypatch.setattr(index, "key_hash", lambda key: 12345)
+    monkeypatch.setattr(index, "key_hashes", lambda keys: np.full(len(keys), 12345, np.uint64))
+    keys = _keys(4, 50)
+    built = KeyIndex(_columns(keys, [20, 30]))
+    assert [built.row(key) for key in keys] == list(range(50)) and built.row("nope") is None
+    with pytest.raises(SnapshotError, match="appears twice"):
+        KeyIndex(_columns([keys[0], keys[1], keys[0]], [1, 2]))
+
+
+def test_a_key_repeated_across_row_groups_is_refused() -> None:
+    keys = _keys(5, 500)
+    with pytest.raises(SnapshotError, match="appears twice"):
+        KeyIndex(_columns([*keys, keys[321]], [250, 251]))
+
+
+def test_loading_a_snapshot_does_not_import_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas (≈ 0.35 s) when it first builds an array from Python
+    values: a cold leader would pay it on its takeover's clock."""
+    image = replay(Image.empty(CATALOG), random_log(60, seed=3).events)
+    path = write_snapshot(tmp_path, image, Position("t.events", 0, 7))
+    script = (
+        "import sys\n"
+        "from projector.snapshot.store import read_snapshot\n"
+        f"image, _ = read_snapshot({str(path)!r})\n"
+        "head = image.head\n"
+        "assert head.datanode_table_ids(1) and all(head.get(key) for key in list(head.values))\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=_ROOT, capture_output=True, text=True, check=True
+    )
+    assert run.stdout.strip() == "False", run.stderr
