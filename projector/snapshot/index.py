@@ -67,8 +67,8 @@ def key_hashes(keys: pa.Array) -> np.ndarray:
     if offsets[0] != 0 or int(offsets[-1]) != n * width:  # not one width: hash each alone
         return np.fromiter(map(key_hash, keys.to_pylist()), np.uint64, n)
     words = np.frombuffer(padded.buffers()[2], "<u8", count=n * width >> 3).reshape(n, width >> 3)
-    factors = np.resize(_FACTOR_ARRAY, width >> 3)
-    h = (words * factors).sum(axis=1, dtype=np.uint64) + lengths * np.uint64(_LENGTH)
+    h = words @ np.resize(_FACTOR_ARRAY, width >> 3)  # wraps mod 2**64, as the sum does
+    h += lengths * np.uint64(_LENGTH)
     h ^= h >> np.uint64(31)
     h *= np.uint64(_MIX)
     h ^= h >> np.uint64(29)
@@ -96,10 +96,12 @@ class KeyIndex:
         rows = self._starts[-1]
         self._bits = bits = max(1, (rows - 1).bit_length())
         """Low bits of an entry: its row; the 63 - `bits` above them: its key's hash."""
-        hashes = np.concatenate([np.zeros(0, np.uint64), *map(key_hashes, self._columns)])
-        entries = ((hashes >> np.uint64(bits + 1)).astype(np.int64) << np.int64(bits)) | np.arange(
-            rows, dtype=np.int64
-        )
+        entries = np.empty(rows, np.int64)
+        for column, start in zip(self._columns, self._starts, strict=False):
+            part = entries[start : start + len(column)]  # a row group at a time: in cache
+            part[:] = (key_hashes(column) >> np.uint64(bits + 1)).view(np.int64)
+            part <<= bits
+            part |= np.arange(start, start + len(column), dtype=np.int64)
         entries.sort()
         self._entries = entries
         # A bucket per 2 rows or so (its top bits of the hash): a lookup scans 0 to a few entries.
