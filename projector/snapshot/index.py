@@ -42,15 +42,25 @@ _FACTORS = [_splitmix(n) | 1 for n in range(64)]
 """Each word position's factor; keys past 64 words (512 bytes) reuse them in turn."""
 _LENGTH = _splitmix(64) | 1
 _FACTOR_ARRAY = np.array(_FACTORS, np.uint64)
+_UNPACK = [struct.Struct(f"<{words}Q").unpack for words in range(len(_FACTORS) + 1)]
+_PADS = [bytes(size) for size in range(8)]
 
 
 def key_hash(key: str) -> int:
     """The 64-bit hash `KeyIndex` files `key` under (the same as the vectorised one)."""
-    data = key.encode()
-    words = (len(data) + 7) >> 3
-    factors = _FACTORS if words <= len(_FACTORS) else _FACTORS * -(-words // len(_FACTORS))
-    value = struct.unpack(f"<{words}Q", data.ljust(words << 3, b"\0"))
-    h = (sum(map(mul, value, factors)) + len(data) * _LENGTH) & _MASK
+    return _hash(key.encode())
+
+
+def _hash(data: bytes) -> int:
+    size = len(data)
+    words = (size + 7) >> 3
+    padded = data + _PADS[-size & 7]
+    if words < len(_UNPACK):
+        value, factors = _UNPACK[words](padded), _FACTORS
+    else:
+        value = struct.unpack(f"<{words}Q", padded)
+        factors = _FACTORS * -(-words // len(_FACTORS))
+    h = (sum(map(mul, value, factors)) + size * _LENGTH) & _MASK
     h = ((h ^ (h >> 31)) * _MIX) & _MASK
     return h ^ (h >> 29)
 
@@ -75,6 +85,12 @@ def key_hashes(keys: pa.Array) -> np.ndarray:
     return h
 
 
+def _data(column: pa.Array) -> memoryview:
+    """A string column's data buffer as unsigned bytes (pyarrow's are signed: 'b')."""
+    data = column.buffers()[2]
+    return memoryview(b"" if data is None else data).cast("B")
+
+
 class KeyIndex:
     """Key → row over string columns taken in row order; read-only once built.
 
@@ -86,22 +102,23 @@ class KeyIndex:
         SnapshotError: A key appears twice.
     """
 
-    __slots__ = ("_bits", "_buckets", "_columns", "_entries", "_shift", "_starts")
+    __slots__ = ("_bits", "_buckets", "_bytes", "_entries", "_shift", "_starts")
 
     def __init__(self, columns: Sequence[pa.Array]) -> None:
-        self._columns = list(columns)
         self._starts = [0]
-        for column in self._columns:
+        for column in columns:
             self._starts.append(self._starts[-1] + len(column))
+        self._bytes = [(offsets_of(c), _data(c)) for c in columns]
+        """Each column's offsets and data: a row's key, compared without building a string."""
         rows = self._starts[-1]
         self._bits = bits = max(1, (rows - 1).bit_length())
         """Low bits of an entry: its row; the 63 - `bits` above them: its key's hash."""
         entries = np.empty(rows, np.int64)
-        for column, start in zip(self._columns, self._starts, strict=False):
-            part = entries[start : start + len(column)]  # a row group at a time: in cache
-            part[:] = (key_hashes(column) >> np.uint64(bits + 1)).view(np.int64)
+        for hashed, start in zip(map(key_hashes, columns), self._starts, strict=False):
+            part = entries[start : start + len(hashed)]  # a row group at a time: in cache
+            part[:] = (hashed >> np.uint64(bits + 1)).view(np.int64)
             part <<= bits
-            part |= np.arange(start, start + len(column), dtype=np.int64)
+            part |= np.arange(start, start + len(hashed), dtype=np.int64)
         entries.sort()
         self._entries = entries
         # A bucket per 2 rows or so (its top bits of the hash): a lookup scans 0 to a few entries.
@@ -116,7 +133,8 @@ class KeyIndex:
 
     def row(self, key: str) -> int | None:
         """The row holding `key`, or None."""
-        entry = key_hash(key) >> 1
+        data = key.encode()
+        entry = _hash(data) >> 1
         bits = self._bits
         hashed = entry >> bits
         bucket = entry >> self._shift
@@ -125,15 +143,19 @@ class KeyIndex:
             found = entries.item(at)
             if found >> bits == hashed:
                 row = found & ((1 << bits) - 1)
-                if self.key(row) == key:
+                if self._key_bytes(row) == data:
                     return row
         return None
 
     def key(self, row: int) -> str:
         """The key at `row`."""
+        return bytes(self._key_bytes(row)).decode()
+
+    def _key_bytes(self, row: int) -> memoryview:
         group = bisect.bisect_right(self._starts, row) - 1
-        value: str = self._columns[group][row - self._starts[group]].as_py()
-        return value
+        offsets, data = self._bytes[group]
+        at = row - self._starts[group]
+        return data[offsets.item(at) : offsets.item(at + 1)]
 
     def _refuse_twice(self) -> None:
         """The rows that share a hash (a few, by chance) must hold different keys."""

@@ -73,7 +73,7 @@ def test_keys_that_share_a_hash_are_told_apart_and_a_repeated_one_refused(
 ) -> None:
     """Every key under one hash: lookups compare the keys, and a key held twice among
     them is found even when another key's row sorts between its two."""
-    monkeypatch.setattr(index, "key_hash", lambda key: 12345)
+    monkeypatch.setattr(index, "_hash", lambda data: 12345)
     monkeypatch.setattr(index, "key_hashes", lambda keys: np.full(len(keys), 12345, np.uint64))
     keys = _keys(4, 50)
     built = KeyIndex(_columns(keys, [20, 30]))
