@@ -54,8 +54,12 @@ def test_the_column_hashes_equal_each_key_hashed_alone(seed: int) -> None:
     assert key_hashes(column).tolist() == [key_hash(key) for key in keys]
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_index_finds_the_row_a_dict_would_and_nothing_else(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "passes"), [(1, index._PASS), (2, 7), (3, 64)])
+def test_the_index_finds_the_row_a_dict_would_and_nothing_else(
+    seed: int, passes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`passes`: entries per pass over the sorted array while building (small: many passes)."""
+    monkeypatch.setattr(index, "_PASS", passes)
     keys = _keys(seed, 3000)
     built = KeyIndex(_columns(keys, [1000, 0, 1, 1999]))
     assert len(built) == len(keys)
@@ -68,11 +72,14 @@ def test_the_index_finds_the_row_a_dict_would_and_nothing_else(seed: int) -> Non
     assert KeyIndex([]).row("") is None and len(KeyIndex([])) == 0
 
 
+@pytest.mark.parametrize("passes", [index._PASS, 1])
 def test_keys_that_share_a_hash_are_told_apart_and_a_repeated_one_refused(
-    monkeypatch: pytest.MonkeyPatch,
+    passes: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every key under one hash: lookups compare the keys, and a key held twice among
-    them is found even when another key's row sorts between its two."""
+    them is found even when another key's row sorts between its two (and the passes
+    over the sorted array see them apart)."""
+    monkeypatch.setattr(index, "_PASS", passes)
     monkeypatch.setattr(index, "_hash", lambda data: 12345)
     monkeypatch.setattr(index, "key_hashes", lambda keys: np.full(len(keys), 12345, np.uint64))
     keys = _keys(4, 50)
@@ -82,7 +89,11 @@ def test_keys_that_share_a_hash_are_told_apart_and_a_repeated_one_refused(
         KeyIndex(_columns([keys[0], keys[1], keys[0]], [1, 2]))
 
 
-def test_a_key_repeated_across_row_groups_is_refused() -> None:
+@pytest.mark.parametrize("passes", [index._PASS, 5])
+def test_a_key_repeated_across_row_groups_is_refused(
+    passes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index, "_PASS", passes)
     keys = _keys(5, 500)
     with pytest.raises(SnapshotError, match="appears twice"):
         KeyIndex(_columns([*keys, keys[321]], [250, 251]))
