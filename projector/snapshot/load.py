@@ -90,7 +90,9 @@ def _group_kind(parquet: pq.ParquetFile, group: int) -> tuple[int, int]:
 
 
 def _array(table: pa.Table, name: str, required: bool) -> pa.Array:
-    array = table.column(name).combine_chunks()
+    column = table.column(name)
+    # A row group's column is one chunk: `combine_chunks` would copy it all the same.
+    array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     if required and array.null_count:
         raise SnapshotError(f"column `{name}` has {array.null_count} null(s) where values belong")
     return array
