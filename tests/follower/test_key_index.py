@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from projector.errors import SnapshotError
-from projector.fold.apply import replay
-from projector.fold.image import Image
 from projector.snapshot import index
 from projector.snapshot.index import KeyIndex, key_hash, key_hashes
-from projector.snapshot.store import Position, write_snapshot
-from tests.follower.workload import CATALOG, random_log
-
-_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _keys(seed: int, count: int) -> list[str]:
@@ -97,22 +88,3 @@ def test_a_key_repeated_across_row_groups_is_refused(
     keys = _keys(5, 500)
     with pytest.raises(SnapshotError, match="appears twice"):
         KeyIndex(_columns([*keys, keys[321]], [250, 251]))
-
-
-def test_loading_a_snapshot_does_not_import_pandas(tmp_path: Path) -> None:
-    """pyarrow imports pandas (≈ 0.35 s) when it first builds an array from Python
-    values: a cold leader would pay it on its takeover's clock."""
-    image = replay(Image.empty(CATALOG), random_log(60, seed=3).events)
-    path = write_snapshot(tmp_path, image, Position("t.events", 0, 7))
-    script = (
-        "import sys\n"
-        "from projector.snapshot.store import read_snapshot\n"
-        f"image, _ = read_snapshot({str(path)!r})\n"
-        "head = image.head\n"
-        "assert head.datanode_table_ids(1) and all(head.get(key) for key in list(head.values))\n"
-        "print('pandas' in sys.modules)\n"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", script], cwd=_ROOT, capture_output=True, text=True, check=True
-    )
-    assert run.stdout.strip() == "False", run.stderr
