@@ -2,10 +2,11 @@
 
 Building the packed value of every key at load costs ≈ 25 Python objects
 per table (≈ 15 µs; 15 to 20 s for 1M tables, BENCHMARKS.md "Follower"). A
-`ColdValues` keeps each row group's columns as Arrow arrays and a dict from
-key to row, and builds a key's packed value when it is read: one row for a
-lookup (`get`), a whole row group at a time for a scan (`items`). The same
-readers build both, so a value read alone equals the one a scan gives.
+`ColdValues` keeps each row group's columns as Arrow arrays, its keys too,
+under a `KeyIndex` (`projector.snapshot.index`: no Python string per key),
+and builds a key's packed value when it is read: one row for a lookup
+(`get`), a whole row group at a time for a scan (`items`). The same readers
+build both, so a value read alone equals the one a scan gives.
 
 It never changes once loaded: a view puts the changes since the snapshot in
 a layer above it (`projector.fold.layered`).
@@ -17,7 +18,7 @@ import bisect
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import islice, pairwise
+from itertools import pairwise
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,6 +34,8 @@ from projector.fold.packing import (
     built,
     packed_infos,
 )
+from projector.snapshot.arrow import int_scalar, string_scalar
+from projector.snapshot.index import KeyIndex
 from projector.snapshot.layout import DATANODE_TABLE, INFO, NAME, ROUTE, RULE
 
 _DATANODE_PREFIX = _DATANODE_TABLE + "/"
@@ -46,11 +49,11 @@ Reader = Callable[[Columns, Sequence[Column]], Sequence[Packed]]
 
 @dataclass(frozen=True, slots=True)
 class _Group:
-    """One row group: its kind, its first row's number, its value columns (no `key`)."""
+    """One row group: its kind, its first row's number, its keys and value columns."""
 
     kind: int
     start: int
-    size: int
+    keys: pa.Array
     columns: Columns
     indexed: pa.Array | None = None
     """Datanode-table groups: the rows with a `__dn_table/…` key (None: all)."""
@@ -63,40 +66,54 @@ class ColdValues:
         definitions: The snapshot's column definitions (infos hold indexes into them).
     """
 
-    __slots__ = ("_datanodes", "_groups", "_lock", "_recent", "_rows", "_starts", "definitions")
+    __slots__ = ("_datanodes", "_groups", "_index", "_lock", "_recent", "_starts", "definitions")
 
     def __init__(self, definitions: Sequence[Column]) -> None:
         self.definitions = definitions
-        self._rows: dict[str, int] = {}
         self._groups: list[_Group] = []
         self._starts: list[int] = []
+        self._index: KeyIndex | None = None
         self._datanodes: dict[int, dict[int, Packed]] = {}
         self._recent: dict[str, Packed] = {}
         self._lock = threading.Lock()
 
     def add(self, kind: int, keys: pa.Array, columns: Columns) -> None:
-        """Take one checked row group (at load only, before the map is shared).
+        """Take one checked row group (at load only, before `seal`).
 
         Raises:
-            SnapshotError: A key is already held (keys are unique per view).
+            SnapshotError: A `__dn_table` key does not name its row.
         """
-        start = len(self._rows)
-        names: list[str] = keys.to_pylist()
-        self._rows.update(zip(names, range(start, start + len(names)), strict=True))
-        if len(self._rows) != start + len(names):
-            raise SnapshotError("a key appears twice in one view")
+        start = len(self)
         indexed = _datanode_rows(keys, columns) if kind == DATANODE_TABLE else None
-        self._groups.append(_Group(kind, start, len(names), columns, indexed))
+        self._groups.append(_Group(kind, start, keys, columns, indexed))
         self._starts.append(start)
 
+    def seal(self) -> None:
+        """Index the keys once every row group is added (at load, before the map is shared).
+
+        Raises:
+            SnapshotError: A key is held twice (keys are unique per view).
+        """
+        self._index = KeyIndex([group.keys for group in self._groups])
+
+    def _lookup(self) -> KeyIndex:
+        index = self._index
+        if index is None:  # a map built by hand (tests): sealed on first use
+            self.seal()
+            index = self._index
+            assert index is not None
+        return index
+
     def __len__(self) -> int:
-        return len(self._rows)
+        last = self._groups[-1] if self._groups else None
+        return 0 if last is None else last.start + len(last.keys)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._rows
+        return isinstance(key, str) and self._lookup().row(key) is not None
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
+        for group in self._groups:
+            yield from group.keys.to_pylist()
 
     def get(self, key: str) -> Packed | None:
         """The packed value under `key`, built from its row; None if the key is not held."""
@@ -104,7 +121,7 @@ class ColdValues:
         value = recent.get(key)
         if value is not None:
             return value
-        row = self._rows.get(key)
+        row = self._lookup().row(key)
         if row is None:
             return None
         group = self._groups[bisect.bisect_right(self._starts, row) - 1]
@@ -121,9 +138,8 @@ class ColdValues:
     def items(self, prefix: str = "") -> Iterator[tuple[str, Packed]]:
         """Every key (that starts with `prefix`) and its packed value, in row order,
         built a row group at a time; a group without such a key is not built."""
-        keys = iter(self._rows)  # insertion order is row order
         for group in self._groups:
-            names = list(islice(keys, group.size))
+            names: list[str] = group.keys.to_pylist()
             keep = [name.startswith(prefix) for name in names] if prefix else None
             if keep is not None and not any(keep):
                 continue
@@ -138,9 +154,8 @@ class ColdValues:
 
         For a snapshot write: the rows go back out as they came in, unbuilt.
         """
-        keys = iter(self._rows)
         for group in self._groups:
-            names = list(islice(keys, group.size))
+            names: list[str] = group.keys.to_pylist()
             columns = group.columns
             if changes:
                 keep = [key not in changes for key in names]
@@ -163,7 +178,7 @@ class ColdValues:
             for group in self._groups:
                 if group.kind != DATANODE_TABLE:
                     continue
-                mask = pc.equal(group.columns["datanode_id"], datanode_id)
+                mask = pc.equal(group.columns["datanode_id"], int_scalar(datanode_id))
                 if group.indexed is not None:
                     mask = pc.and_(mask, group.indexed)
                 if pc.any(mask).as_py():
@@ -183,10 +198,10 @@ def _datanode_rows(keys: pa.Array, columns: Columns) -> pa.Array | None:
     """
     indexed = pc.starts_with(keys, _DATANODE_PREFIX)
     expected = pc.binary_join_element_wise(
-        _DATANODE_TABLE,
+        string_scalar(_DATANODE_TABLE),
         pc.cast(columns["datanode_id"], pa.string()),
         pc.cast(columns["table_id"], pa.string()),
-        "/",
+        string_scalar("/"),
     )
     if not pc.all(pc.or_(pc.invert(indexed), pc.equal(keys, expected))).as_py():
         raise SnapshotError("a `__dn_table` key does not name its row's datanode and table")

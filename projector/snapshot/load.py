@@ -2,9 +2,9 @@
 
 Each row group's structure is checked once (one `(section, kind)` from the
 column statistics, no nulls where the kind needs a value, column indexes in
-range); then its columns are kept as they are, under a dict from key to row
-(`projector.snapshot.cold`): a value is built from its row when it is first read, not
-at load. Only the few label rules are built now, for the view's rule index.
+range); then its columns are kept as they are, its keys under an index of their
+hashes (`projector.snapshot.cold`): a value is built from its row when it is first
+read, not at load. Only the few label rules are built now, for the view's rule index.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ def load_views(
                 values = READERS[RULE](columns, definitions)
                 rules[section].extend(zip(keys.to_pylist(), values, strict=True))
             cold[section].add(kind, keys, columns)
+    for section_values in cold.values():
+        section_values.seal()
     head = View.from_cold(catalog, cold[HEAD], rules[HEAD])
     published = (
         head if published_is_head else View.from_cold(catalog, cold[PUBLISHED], rules[PUBLISHED])
@@ -88,7 +90,9 @@ def _group_kind(parquet: pq.ParquetFile, group: int) -> tuple[int, int]:
 
 
 def _array(table: pa.Table, name: str, required: bool) -> pa.Array:
-    array = table.column(name).combine_chunks()
+    column = table.column(name)
+    # A row group's column is one chunk: `combine_chunks` would copy it all the same.
+    array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     if required and array.null_count:
         raise SnapshotError(f"column `{name}` has {array.null_count} null(s) where values belong")
     return array

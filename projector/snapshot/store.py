@@ -38,6 +38,7 @@ from immutables import Map
 from events.errors import DecodeError
 from projector.errors import SnapshotError
 from projector.fold.image import Image
+from projector.snapshot.arrow import system_allocator
 from projector.snapshot.columns import image_batches
 from projector.snapshot.layout import FORMAT, SCHEMA
 from projector.snapshot.load import load_views
@@ -113,6 +114,11 @@ def read_snapshot(path: Path) -> tuple[Image, Position]:
     """
     path = Path(path)
     _verify_checksum(path)
+    with system_allocator():  # a Parquet reader keeps the pool it was opened with
+        return _read(path)
+
+
+def _read(path: Path) -> tuple[Image, Position]:
     try:
         parquet = pq.ParquetFile(path)
         meta = json.loads((parquet.schema_arrow.metadata or {})[_META_KEY])

@@ -111,8 +111,9 @@ def test_a_view_with_a_cold_layer_behind_an_empty_one_has_no_keys() -> None:
 def test_a_key_twice_in_one_view_is_refused() -> None:
     cold = ColdValues(())
     cold.add(NAME, pa.array(["k1", "k2"]), {"table_id": pa.array([1, 2], pa.int64())})
+    cold.add(NAME, pa.array(["k3", "k1"]), {"table_id": pa.array([3, 4], pa.int64())})
     with pytest.raises(SnapshotError, match="appears twice"):
-        cold.add(NAME, pa.array(["k3", "k1"]), {"table_id": pa.array([3, 4], pa.int64())})
+        cold.seal()
 
 
 def test_a_datanode_key_that_does_not_name_its_row_is_refused() -> None:
