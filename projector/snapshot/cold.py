@@ -22,6 +22,7 @@ from itertools import islice, pairwise
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from events.base import built
 from events.keys import DATANODE_TABLE as _DATANODE_TABLE
 from events.values import Column, KeyRange, Label, LabelRuleValue, PartitionDef
 from projector.errors import SnapshotError
@@ -30,7 +31,6 @@ from projector.fold.packing import (
     PackedDatanodeTable,
     PackedName,
     PackedRoute,
-    built,
     packed_infos,
 )
 from projector.snapshot.layout import DATANODE_TABLE, INFO, NAME, ROUTE, RULE
