@@ -51,10 +51,10 @@ def _varint(data: bytes, pos: int, first: int) -> tuple[int, int]:
             return (n >> 1) ^ -(n & 1), pos
 
 
-def _record_field(schema: Any) -> bool:
+def _not_primitive(schema: Any) -> bool:
     """Whether a field's type is (or may be) anything but a primitive."""
     if isinstance(schema, list):
-        return any(map(_record_field, schema))
+        return any(map(_not_primitive, schema))
     kind = schema["type"] if isinstance(schema, dict) else schema
     return kind not in PRIMITIVES
 
@@ -135,12 +135,12 @@ class _Reader(SourceGenerator):
         out = []
         pooled = short in self.pooled
         if pooled:  # the key `events.pool.COLUMN_KEY` gives: the fields' values in order
-            if any(_record_field(f["type"]) for f in schema["fields"]):
+            if any(_not_primitive(f["type"]) for f in schema["fields"]):
                 raise ValueError(f"record {short} holds more than primitives: it cannot be pooled")
             out += [f"    k = ({''.join(values[name] + ', ' for name in checked.fields)})",
                     "    m = _pool.get(k)",
                     "    if m is not None: return m, p"]  # fmt: skip
-        # `events.base.built` inline: a call per model costs a fifth of building it.
+        # `events.base.built`, inline: one Python call less per model (about 20 an event).
         out += [f"    m = _new({self.constant('_model', model)})",
                f"    _set(m, '__dict__', {{{pairs}}})",
                f"    _set(m, '__pydantic_fields_set__', {fields_set})",
