@@ -76,13 +76,22 @@ def _writer(parsed: dict[str, Any]) -> Write:
     return compile_writer(parsed)
 
 
-def _current_reader(parsed: dict[str, Any]) -> Read | None:
-    """The compiled reader of the current schema; None under `METALOG_CODEC=fastavro`."""
+def _current_reader(parsed: dict[str, Any], root: Any = None) -> Read | None:
+    """The compiled reader of the current schema; None under `METALOG_CODEC=fastavro`.
+
+    Args:
+        parsed: The current schema.
+        root: The model it mirrors: read straight into the models; None: the model shape.
+    """
     if CODEC == "fastavro":
         return None
+    from events.compiled.models import mirrors
     from events.compiled.read import compile_reader
 
-    return compile_reader(parsed, tagged=True)
+    if root is None:
+        return compile_reader(parsed, tagged=True)
+    # Tables repeat column definitions: each is built once (`events.pool`).
+    return compile_reader(parsed, models=mirrors(root), pooled=frozenset({"Column"}))
 
 
 _MODELS: dict[SchemaKind, Any] = {"event": Event, "command": Command, "reply": Reply}
@@ -207,6 +216,39 @@ class KindCodec:
         """Decode to the model-shaped dict without pydantic validation."""
         return self.read(data)[0]
 
+    @functools.cached_property
+    def _read_models(self) -> Read | None:
+        """The current schema's reader straight into the models (a record kind without a
+        wrapper); compiled when first used."""
+        if self._field is not None:
+            return None
+        return _current_reader(self._reader, _MODELS[self.kind])
+
+    def decode_model(self, data: bytes) -> Any:
+        """Decode and validate a record into its model, as `validate(decode_dict(data))`.
+
+        A record of the current schema is read straight into the models (the
+        compiled reader builds them and runs their validators; see
+        `events.compiled.read`), without the model-shaped dict and pydantic's
+        pass over it. Any other record, and one that read refuses, goes the
+        other way, so what is refused and the error saying why are that path's.
+
+        Raises:
+            DecodeError: The bytes are not one complete record of this kind, or
+                it does not validate.
+            UnknownSchema: The writer fingerprint is not a shipped schema.
+        """
+        read = self._read_models
+        if read is not None and type(data) is bytes and data.startswith(self._header):
+            try:
+                model, end = read(data, HEADER_LENGTH)
+            except Exception:  # refused: the other path says why, in its own words
+                pass
+            else:
+                if end == len(data):
+                    return model
+        return self.validate(self.decode_dict(data))
+
     def validate(self, shaped: dict[str, Any]) -> Any:
         """Validate a model-shaped dict into the model.
 
@@ -307,6 +349,17 @@ def decode_event(data: bytes) -> Event:
     """Decode and validate an event; raises `DecodeError` or `UnknownSchema`."""
     kind_codec = codec("event")
     event: Event = kind_codec.validate(kind_codec.decode_dict(data))
+    return event
+
+
+def decode_event_direct(data: bytes) -> Event:
+    """`decode_event`, the same models and errors, with no dict between bytes and models.
+
+    The replay's read of the log: an event of the current schema is read straight
+    into its models (`KindCodec.decode_model`), about twice as fast; raises
+    `DecodeError` or `UnknownSchema` as `decode_event` does.
+    """
+    event: Event = codec("event").decode_model(data)
     return event
 
 

@@ -9,6 +9,14 @@ without a reader schema: unions of records (or of named references) give
 `(full_name, value)` tuples, `timestamp-micros` gives an aware UTC datetime.
 With `tagged=True` it is the models' shape instead (`events.compiled.shape`): a
 record read from a union is its dict with a `type` key holding its short name.
+Given the `mirrors` of the schema (`events.compiled.models`) it reads straight
+into the models: each record is built as its model (as `events.base.built`
+does: the dict read becomes the model's fields, an array a tuple, an enum the `Enum`
+member) and the model's `after` validators run on it. What pydantic's pass
+would check besides holds by construction: every value has its Avro type,
+which is its field's; a union member's `type` is its record's name; and a long
+that does not fit 64 bits raises (the `Long` bounds). A schema whose models do
+not mirror it, or validate otherwise, is refused when compiling.
 
 It covers what the contract uses, the same set as `events.compiled.write`: null,
 boolean, long (and `timestamp-micros`), string, bytes, enum, array, map,
@@ -23,9 +31,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from events.base import LONG_MAX, LONG_MIN
+from events.compiled.models import Mirrors, checked_model
 from events.compiled.source import EPOCH, PRIMITIVES, SourceGenerator
+from events.pool import pool, remember
 
 Read = Callable[[bytes, int], tuple[Any, int]]
+
 
 def _varint(data: bytes, pos: int, first: int) -> tuple[int, int]:
     """The rest of a zigzag varint whose first byte (`first` >= 0x80) is read."""
@@ -39,24 +51,46 @@ def _varint(data: bytes, pos: int, first: int) -> tuple[int, int]:
             return (n >> 1) ^ -(n & 1), pos
 
 
+def _not_primitive(schema: Any) -> bool:
+    """Whether a field's type is (or may be) anything but a primitive."""
+    if isinstance(schema, list):
+        return any(map(_not_primitive, schema))
+    kind = schema["type"] if isinstance(schema, dict) else schema
+    return kind not in PRIMITIVES
+
+
+def _not_long(n: int, pos: int) -> ValueError:
+    return ValueError(f"{n} before byte {pos} does not fit a long")
+
+
 def _too_long(size: int, pos: int, available: int) -> ValueError:
     return ValueError(f"a length of {size} at byte {pos} runs past the {available} bytes there")
 
 
-def compile_reader(parsed: dict[str, Any], tagged: bool = False) -> Read:
+def compile_reader(
+    parsed: dict[str, Any],
+    tagged: bool = False,
+    models: Mirrors | None = None,
+    pooled: frozenset[str] = frozenset(),
+) -> Read:
     """A function reading a datum of the fastavro-parsed record schema `parsed`.
 
     Args:
         parsed: The schema.
         tagged: Read a record in a union as its dict with a `type` key (the
             models' shape), not as fastavro's `(full_name, dict)` tuple.
+        models: Read every record as the model mirroring it (`tagged` is then moot).
+        pooled: With `models`, the records (short names, of primitive fields only) built
+            once per distinct value: the one in `events.pool` under its fields' values.
 
     Raises:
-        ValueError: The schema uses a type this reader does not cover.
+        ValueError: The schema uses a type this reader does not cover, or a
+            model does not mirror its record (`events.compiled.models.checked_model`).
     """
-    namespace = {"_varint": _varint, "_too_long": _too_long, "EPOCH": EPOCH,
-                 "_timedelta": timedelta}  # fmt: skip
-    read: Read = _Reader(tagged).build(parsed, namespace)
+    namespace = {"_varint": _varint, "_too_long": _too_long, "_not_long": _not_long,
+                 "EPOCH": EPOCH, "_timedelta": timedelta, "_new": object.__new__,
+                 "_set": object.__setattr__, "_pool": pool, "_remember": remember}  # fmt: skip
+    read: Read = _Reader(tagged, models, pooled).build(parsed, namespace)
     return read
 
 
@@ -65,25 +99,64 @@ class _Reader(SourceGenerator):
 
     purpose = "compiled Avro reader"
 
-    def __init__(self, tagged: bool) -> None:
+    def __init__(
+        self, tagged: bool, models: Mirrors | None = None, pooled: frozenset[str] = frozenset()
+    ) -> None:
         super().__init__()
         self.tagged = tagged
+        self.models = models
+        self.pooled = pooled
 
     def record_source(self, function: str, schema: dict[str, Any]) -> list[str]:
         body: list[str] = []
-        values = []
+        values = {}
         for field in schema["fields"]:
             var = self.name("v")
             self.value(field["type"], var, body, "    ")
-            values.append(f"{field['name']!r}: {var}")
-        return [f"def {function}(d, p):", "    size = len(d)", *body,
-                f"    return {{{', '.join(values)}}}, p"]  # fmt: skip
+            values[field["name"]] = var
+        head = [f"def {function}(d, p):", "    size = len(d)", *body]
+        if self.models is None:
+            pairs = ", ".join(f"{name!r}: {var}" for name, var in values.items())
+            return [*head, f"    return {{{pairs}}}, p"]
+        return head + self._model_source(schema, values)
+
+    def _model_source(self, schema: dict[str, Any], values: dict[str, str]) -> list[str]:
+        """The lines that build the record's model from its read `values` and return it."""
+        assert self.models is not None
+        short = schema["name"].rpartition(".")[2]
+        model = self.models.get(short)
+        if model is None:
+            raise ValueError(f"no model mirrors the Avro record {short}")
+        checked = checked_model(model, schema)
+        if checked.tag is not None:
+            values["type"] = repr(checked.tag)
+        pairs = ", ".join(f"{name!r}: {values[name]}" for name in checked.fields)
+        fields_set = self.constant("_fields", set(checked.fields))
+        out = []
+        pooled = short in self.pooled
+        if pooled:  # the key `events.pool.COLUMN_KEY` gives: the fields' values in order
+            if any(_not_primitive(f["type"]) for f in schema["fields"]):
+                raise ValueError(f"record {short} holds more than primitives: it cannot be pooled")
+            out += [f"    k = ({''.join(values[name] + ', ' for name in checked.fields)})",
+                    "    m = _pool.get(k)",
+                    "    if m is not None: return m, p"]  # fmt: skip
+        # `events.base.built`, inline: one Python call less per model (about 20 an event).
+        out += [f"    m = _new({self.constant('_model', model)})",
+               f"    _set(m, '__dict__', {{{pairs}}})",
+               f"    _set(m, '__pydantic_fields_set__', {fields_set})",
+               "    _set(m, '__pydantic_extra__', None)",
+               "    _set(m, '__pydantic_private__', None)"]  # fmt: skip
+        out += [f"    {self.constant('_check', check)}(m)" for check in checked.checks]
+        return [*out, "    return _remember(k, m), p" if pooled else "    return m, p"]
 
     def named_value(self, schema: dict[str, Any], var: str, out: list[str], pad: str) -> None:
         if schema["type"] == "record":
             out.append(f"{pad}{var}, p = {self.record(schema)}(d, p)")
             return
-        symbols = self.constant("_symbols", tuple(schema["symbols"]))
+        enum = (self.models or {}).get(schema["name"].rpartition(".")[2])
+        # An `Enum` field holds the member; a `Literal` one, the symbol itself.
+        members = tuple(map(enum, schema["symbols"]) if enum is not None else schema["symbols"])
+        symbols = self.constant("_symbols", members)
         self._long(var, out, pad)
         out.append(f"{pad}if {var} < 0: raise IndexError(f'enum index {{{var}}}')")
         out.append(f"{pad}{var} = {symbols}[{var}]")
@@ -109,14 +182,17 @@ class _Reader(SourceGenerator):
                 f"{pad}p = {end}",
             ]
 
-    @staticmethod
-    def _long(var: str, out: list[str], pad: str) -> None:
+    def _long(self, var: str, out: list[str], pad: str) -> None:
         out += [
             f"{pad}b = d[p]",
             f"{pad}p += 1",
             f"{pad}if b < 128: {var} = (b >> 1) ^ -(b & 1)",
-            f"{pad}else: {var}, p = _varint(d, p, b)",
+            f"{pad}else:",
+            f"{pad}    {var}, p = _varint(d, p, b)",
         ]
+        if self.models is not None:  # the models' `Long` bounds (one byte always fits)
+            out.append(f"{pad}    if not {LONG_MIN} <= {var} <= {LONG_MAX}: "
+                       f"raise _not_long({var}, p)")  # fmt: skip
 
     def blocks(self, schema: dict[str, Any], var: str, out: list[str], pad: str) -> None:
         keyed = schema["type"] == "map"
@@ -133,6 +209,8 @@ class _Reader(SourceGenerator):
             self.primitive("string", key, out, body)
         self.value(schema["values" if keyed else "items"], item, out, body)
         out.append(f"{body}{var}[{key}] = {item}" if keyed else f"{body}{var}.append({item})")
+        if self.models is not None and not keyed:
+            out.append(f"{pad}{var} = tuple({var})")  # the models hold arrays as tuples
 
     def union(self, branches: list[Any], var: str, out: list[str], pad: str) -> None:
         index = self.name("i")
@@ -142,9 +220,11 @@ class _Reader(SourceGenerator):
             inner = pad + "    "
             self.value(branch, var, out, inner)
             name = self._record_name(branch)
-            if name is not None and self.tagged:
+            if name is None or self.models is not None:
+                continue  # a model is its own tag
+            if self.tagged:
                 out.append(f"{inner}{var}['type'] = {name.rpartition('.')[2]!r}")
-            elif name is not None:
+            else:
                 out.append(f"{inner}{var} = ({name!r}, {var})")
         out.append(f"{pad}else: raise IndexError(f'union index {{{index}}}')")
 

@@ -15,11 +15,9 @@ image stores instead:
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
+from events.base import built
+from events.pool import COLUMN_KEY, pool, shared, shared_column
 from events.values import (
     Column,
     DatanodeTableValue,
@@ -30,25 +28,6 @@ from events.values import (
     TableNameValue,
     TableRouteValue,
 )
-
-_POOL_LIMIT = 200_000
-"""Entries kept for sharing; past it the pool starts over (only sharing is lost)."""
-
-_pool: dict[object, object] = {}
-
-_T = TypeVar("_T")
-_M = TypeVar("_M", bound=BaseModel)
-
-
-def _shared(value: _T) -> _T:
-    """An equal object seen before, or `value` itself; a cache, never a semantic."""
-    found = _pool.get(value)
-    if found is not None:
-        return found  # type: ignore[return-value]
-    if len(_pool) >= _POOL_LIMIT:
-        _pool.clear()
-    _pool[value] = value
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,26 +83,6 @@ def _info(fields: dict[str, object]) -> TableInfoValue:
 
 
 _set = object.__setattr__
-_FIELDS_SETS: dict[type[BaseModel], set[str]] = {}
-
-
-def built(model: type[_M], fields: dict[str, Any], fields_set: set[str] | None = None) -> _M:
-    """A frozen model holding `fields` (every field, in field order), without validation.
-
-    What `model_construct` does minus its per-field loop: exactly the four
-    slots pydantic sets. Only for fields known to be well-formed (a
-    validated model's, or a checked bulk load's).
-    """
-    if fields_set is None:
-        fields_set = _FIELDS_SETS.get(model)
-        if fields_set is None:
-            fields_set = _FIELDS_SETS[model] = set(model.model_fields)
-    instance = model.__new__(model)
-    _set(instance, "__dict__", fields)
-    _set(instance, "__pydantic_fields_set__", fields_set)
-    _set(instance, "__pydantic_extra__", None)
-    _set(instance, "__pydantic_private__", None)
-    return instance
 
 
 def packed_infos(rows: Iterable[dict[str, object]]) -> list[TableInfoValue]:
@@ -143,26 +102,6 @@ def packed_infos(rows: Iterable[dict[str, object]]) -> list[TableInfoValue]:
         _set(info, "__pydantic_private__", None)
         out.append(info)
     return out
-
-
-def shared_column(column: Column) -> Column:
-    """The pooled column equal to `column` (what `pack` stores), so later PUTs share it."""
-    return _column(column)
-
-
-_COLUMN_KEY = attrgetter("name", "data_type", "nullable", "default_value")
-"""A column's pool key (`_column`'s), read in C."""
-
-
-def _column(column: Column) -> Column:
-    """An equal column seen before, keyed by a plain tuple (hashes in C, unlike the model)."""
-    key = _COLUMN_KEY(column)
-    found = _pool.get(key)
-    if found is None:
-        if len(_pool) >= _POOL_LIMIT:
-            _pool.clear()
-        _pool[key] = found = column
-    return found  # type: ignore[return-value]
 
 
 def pack(value: KeyValue, previous: Packed | None = None) -> Packed:
@@ -197,21 +136,21 @@ def _packed_info(value: TableInfoValue, previous: Packed | None) -> TableInfoVal
     if type(previous) is TableInfoValue and _same_columns(value, previous):
         fields["columns"] = previous.columns
         fields["catalog"] = previous.catalog
-        fields["schema_name"] = _shared(value.schema_name)
+        fields["schema_name"] = shared(value.schema_name)
     else:
-        fields["catalog"] = _shared(value.catalog)
-        fields["schema_name"] = _shared(value.schema_name)
+        fields["catalog"] = shared(value.catalog)
+        fields["schema_name"] = shared(value.schema_name)
         # The tuple itself is per table: column sets rarely repeat whole,
         # and a pool key for it would cost more than the tuple.
         fields["columns"] = _columns(value.columns)
-    fields["primary_key"] = _shared(value.primary_key)
+    fields["primary_key"] = shared(value.primary_key)
     return _info(fields)
 
 
 def _columns(columns: tuple[Column, ...]) -> tuple[Column, ...]:
-    """`tuple(map(_column, columns))`, looked up in C when every column was seen before."""
-    found = tuple(map(_pool.get, map(_COLUMN_KEY, columns)))
-    return found if all(found) else tuple(map(_column, columns))  # type: ignore[return-value]
+    """`tuple(map(shared_column, columns))`, looked up in C when every column was seen before."""
+    found = tuple(map(pool.get, map(COLUMN_KEY, columns)))
+    return found if all(found) else tuple(map(shared_column, columns))  # type: ignore[return-value]
 
 
 def unpack(packed: Packed) -> KeyValue:

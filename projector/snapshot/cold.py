@@ -23,6 +23,7 @@ from itertools import pairwise
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from events.base import built
 from events.keys import DATANODE_TABLE as _DATANODE_TABLE
 from events.values import Column, KeyRange, Label, LabelRuleValue, PartitionDef
 from projector.errors import SnapshotError
@@ -31,7 +32,6 @@ from projector.fold.packing import (
     PackedDatanodeTable,
     PackedName,
     PackedRoute,
-    built,
     packed_infos,
 )
 from projector.snapshot.arrow import int_scalar, string_scalar

@@ -14,10 +14,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from events.codec import decode_event
+from events.pool import shared_column
 from events.values import Column
 from projector.errors import SnapshotError
 from projector.fold.image import PendingChange
-from projector.fold.packing import Packed, shared_column
+from projector.fold.packing import Packed
 from projector.fold.view import View
 from projector.snapshot.cold import READERS, ColdValues
 from projector.snapshot.columns import NEEDS, OPTIONAL

@@ -10,6 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from events.codec import decode_event, decode_event_direct, encode_event
 from events.commands import (
     AddPartition,
     AdvanceStableEpoch,
@@ -195,6 +196,11 @@ def test_replay_builds_the_image_that_applying_event_by_event_builds_down_to_its
             stepwise = reduce(apply, tail, start)
             replayed = replay(start, tail)
             assert replayed == stepwise
+            # The replay's read (`LogReader`): the log's bytes decoded straight into models.
+            direct = replay(start, [decode_event_direct(encode_event(e)) for e in tail])
+            assert direct == reduce(apply, map(_decoded, tail), start) == stepwise
+            _same_view(direct.head, stepwise.head)
+            _same_view(direct.published, stepwise.published)
             assert (replayed.published is replayed.head) == (stepwise.published is stepwise.head)
             for view, expected in ((replayed.head, stepwise.head),
                                    (replayed.published, stepwise.published)):  # fmt: skip
@@ -203,6 +209,10 @@ def test_replay_builds_the_image_that_applying_event_by_event_builds_down_to_its
                 assert view.values.cold is expected.values.cold
                 assert view.values.changes == expected.values.changes
                 assert view.changed_datanodes == expected.changed_datanodes
+
+
+def _decoded(event: Event) -> Event:
+    return decode_event(encode_event(event))
 
 
 def _same_view(view: View, replayed: View) -> None:
