@@ -346,18 +346,12 @@ def encode_event_dict(event: dict[str, Any]) -> bytes:
 
 
 def decode_event(data: bytes) -> Event:
-    """Decode and validate an event; raises `DecodeError` or `UnknownSchema`."""
-    kind_codec = codec("event")
-    event: Event = kind_codec.validate(kind_codec.decode_dict(data))
-    return event
+    """Decode and validate an event; raises `DecodeError` or `UnknownSchema`.
 
-
-def decode_event_direct(data: bytes) -> Event:
-    """`decode_event`, the same models and errors, with no dict between bytes and models.
-
-    The replay's read of the log: an event of the current schema is read straight
-    into its models (`KindCodec.decode_model`), about twice as fast; raises
-    `DecodeError` or `UnknownSchema` as `decode_event` does.
+    An event of the current schema is read straight into its models
+    (`KindCodec.decode_model`: no model-shaped dict and no pydantic pass over
+    it, about twice as fast); any other, and one that read refuses, is
+    validated from its dict, so what is refused and why is the same.
     """
     event: Event = codec("event").decode_model(data)
     return event

@@ -5,9 +5,7 @@ that assigns, batches, watermarks) read from a start offset up to the
 partition's end as it was when the read began: a replay of a live catalog
 ends at a fixed point. Records of other catalogs are skipped by their key
 before they are decoded; a record that does not decode is not an event (the
-follower dead-letters it) and is counted, not returned. Records are decoded
-straight into the models (`events.codec.decode_event_direct`: the same events
-and the same refusals as `decode_event`, without the dict between).
+follower dead-letters it) and is counted, not returned.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from typing import cast
 from confluent_kafka import Message
 from confluent_kafka import TopicPartition as KafkaPartition
 
-from events.codec import decode_event_direct
+from events.codec import decode_event
 from events.errors import DecodeError
 from events.event import Event
 from events.topics import Topics, partition_for
@@ -77,7 +75,7 @@ class LogReader:
         """
         for data in self.raw():
             try:
-                yield decode_event_direct(data)
+                yield decode_event(data)
             except DecodeError:
                 self.unreadable += 1
 

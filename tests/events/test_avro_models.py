@@ -1,5 +1,5 @@
-"""The compiled reader that builds the models directly (`decode_event_direct`, the replay's
-decode) gives `decode_event`'s models, type for type, and refuses what validation refuses."""
+"""The compiled reader that builds the models directly (`decode_event`) gives the models
+pydantic validates from the model-shaped dict, type for type, and refuses what that refuses."""
 
 import typing
 from typing import Any
@@ -13,9 +13,9 @@ from pydantic import BaseModel, field_validator, model_validator
 
 from events.base import Record
 from events.codec import (
+    codec,
     decode_event,
     decode_event_dict,
-    decode_event_direct,
     encode_event,
     encode_event_dict,
 )
@@ -31,6 +31,13 @@ from events.values import Column, TableInfoValue
 CURRENT = default_store().current("event")
 READ_MODELS = compile_reader(CURRENT.parsed, models=mirrors(Event))
 EVENT = bytes.fromhex(golden.EVENTS["TableCreated"])
+
+
+def through_dict(data: bytes) -> Event:
+    """An event decoded the other way: the model-shaped dict, validated by pydantic."""
+    kind_codec = codec("event")
+    event: Event = kind_codec.validate(kind_codec.decode_dict(data))
+    return event
 
 
 def same_models(got: Any, expected: Any, where: str = "event") -> None:
@@ -55,7 +62,7 @@ def same_models(got: Any, expected: Any, where: str = "event") -> None:
 
 
 def read_directly(data: bytes) -> Any:
-    """The compiled reader's own model, never `decode_event_direct`'s fallback."""
+    """The compiled reader's own model, never `decode_event`'s fallback."""
     model, end = READ_MODELS(data, HEADER_LENGTH)
     assert end == len(data)
     return model
@@ -65,8 +72,8 @@ def read_directly(data: bytes) -> Any:
 def test_every_golden_event_is_read_into_the_models_decode_event_builds(name: str) -> None:
     data = bytes.fromhex(golden.EVENTS[name])
     assert data.startswith(CURRENT.header)
-    same_models(read_directly(data), decode_event(data))
-    same_models(decode_event_direct(data), decode_event(data))
+    same_models(read_directly(data), through_dict(data))
+    same_models(decode_event(data), through_dict(data))
 
 
 @pytest.mark.parametrize(
@@ -78,14 +85,14 @@ def test_random_events_of_every_intent_are_read_into_the_same_models(
     intent: type, data: st.DataObject
 ) -> None:
     record = encode_event(data.draw(for_model(Event, intent=for_model(intent))))
-    same_models(read_directly(record), decode_event(record))
+    same_models(read_directly(record), through_dict(record))
 
 
 def test_an_older_schemas_record_decodes_as_decode_event_does() -> None:
     older = [bytes.fromhex(h) for h in (*golden.EVENTS_V1.values(), *golden.EVENTS_V2.values())]
     assert older and not any(data.startswith(CURRENT.header) for data in older)
     for data in older:
-        same_models(decode_event_direct(data), decode_event(data))
+        same_models(decode_event(data), through_dict(data))
 
 
 def _refusal(decode: Any, data: bytes) -> str:
@@ -100,8 +107,8 @@ def test_a_put_without_a_value_fits_the_schema_but_is_refused_as_decode_event_re
     data = encode_event_dict(shaped)
     with pytest.raises(ValueError, match="PUT needs a value"):  # the model's own validator
         READ_MODELS(data, HEADER_LENGTH)
-    assert _refusal(decode_event_direct, data) == _refusal(decode_event, data)
-    assert "does not validate" in _refusal(decode_event_direct, data)
+    assert _refusal(decode_event, data) == _refusal(through_dict, data)
+    assert "does not validate" in _refusal(decode_event, data)
 
 
 def test_a_long_past_64_bits_is_refused_as_decode_event_refuses_it() -> None:
@@ -114,13 +121,13 @@ def test_a_long_past_64_bits_is_refused_as_decode_event_refuses_it() -> None:
     assert decode_event_dict(data)["resource_version"] == 2**70  # the dict path keeps it
     with pytest.raises(ValueError, match="does not fit a long"):
         READ_MODELS(data, HEADER_LENGTH)
-    assert _refusal(decode_event_direct, data) == _refusal(decode_event, data)
+    assert _refusal(decode_event, data) == _refusal(through_dict, data)
 
 
 @pytest.mark.parametrize("cut", [11, 40, len(EVENT) - 1])
 def test_truncated_and_padded_records_are_refused_as_decode_event_refuses_them(cut: int) -> None:
     for data in (EVENT[:cut], EVENT + b"\x00"):
-        assert _refusal(decode_event_direct, data) == _refusal(decode_event, data)
+        assert _refusal(decode_event, data) == _refusal(through_dict, data)
 
 
 class _Named(Record):
@@ -168,7 +175,7 @@ def test_a_flipped_byte_gives_the_same_event_or_the_same_refusal(position: int, 
     data = bytearray(EVENT)
     data[position] ^= mask
     outcomes = []
-    for decode in (decode_event_direct, decode_event):
+    for decode in (decode_event, through_dict):
         try:
             outcomes.append(decode(bytes(data)))
         except DecodeError as exc:
@@ -184,8 +191,8 @@ def _columns(event: Event) -> tuple[Column, ...]:
 
 
 def test_a_column_met_before_is_the_pooled_one_the_image_stores() -> None:
-    first, second = decode_event_direct(EVENT), decode_event_direct(EVENT)
-    assert first is not second and _columns(first) == _columns(decode_event(EVENT))
+    first, second = decode_event(EVENT), decode_event(EVENT)
+    assert first is not second and _columns(first) == _columns(through_dict(EVENT))
     assert _columns(first)
     for mine, again in zip(_columns(first), _columns(second), strict=True):
         assert mine is again is shared_column(again)
