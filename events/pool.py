@@ -1,7 +1,7 @@
 """One pool of equal immutable values, shared by whoever builds or stores them.
 
 Tables repeat column definitions, catalog and schema names. The image keeps
-one object per distinct value (`projector.fold.packing`), and the replay's
+one object per distinct value (`projector.fold.packing`), and `decode_event`'s
 reader builds a column only the first time it meets its definition
 (`events.compiled.read`): both look equal values up here, so a column read
 is already the one the image stores. A cache, never a semantic: the values
