@@ -69,7 +69,7 @@ def read_directly(data: bytes) -> Any:
 
 
 @pytest.mark.parametrize("name", sorted(golden.EVENTS))
-def test_every_golden_event_is_read_into_the_models_decode_event_builds(name: str) -> None:
+def test_every_golden_event_is_read_into_the_models_pydantic_builds(name: str) -> None:
     data = bytes.fromhex(golden.EVENTS[name])
     assert data.startswith(CURRENT.header)
     same_models(read_directly(data), through_dict(data))
@@ -88,7 +88,7 @@ def test_random_events_of_every_intent_are_read_into_the_same_models(
     same_models(read_directly(record), through_dict(record))
 
 
-def test_an_older_schemas_record_decodes_as_decode_event_does() -> None:
+def test_an_older_schemas_record_decodes_as_the_dict_path_does() -> None:
     older = [bytes.fromhex(h) for h in (*golden.EVENTS_V1.values(), *golden.EVENTS_V2.values())]
     assert older and not any(data.startswith(CURRENT.header) for data in older)
     for data in older:
@@ -101,7 +101,7 @@ def _refusal(decode: Any, data: bytes) -> str:
     return str(caught.value)
 
 
-def test_a_put_without_a_value_fits_the_schema_but_is_refused_as_decode_event_refuses_it() -> None:
+def test_a_put_without_a_value_fits_the_schema_but_is_refused_as_the_dict_path_refuses_it() -> None:
     shaped = decode_event_dict(EVENT)
     shaped["mutations"] = [{"key": "k", "op": "PUT", "value": None}]
     data = encode_event_dict(shaped)
@@ -111,7 +111,7 @@ def test_a_put_without_a_value_fits_the_schema_but_is_refused_as_decode_event_re
     assert "does not validate" in _refusal(decode_event, data)
 
 
-def test_a_long_past_64_bits_is_refused_as_decode_event_refuses_it() -> None:
+def test_a_long_past_64_bits_is_refused_as_the_dict_path_refuses_it() -> None:
     # resource_version (the third field, after two strings) as an 11-byte varint: 2**70.
     shaped = decode_event_dict(EVENT)
     start = HEADER_LENGTH + 1 + len(shaped["event_id"]) + 1 + len(shaped["catalog"])
@@ -125,7 +125,7 @@ def test_a_long_past_64_bits_is_refused_as_decode_event_refuses_it() -> None:
 
 
 @pytest.mark.parametrize("cut", [11, 40, len(EVENT) - 1])
-def test_truncated_and_padded_records_are_refused_as_decode_event_refuses_them(cut: int) -> None:
+def test_truncated_and_padded_records_are_refused_as_the_dict_path_refuses_them(cut: int) -> None:
     for data in (EVENT[:cut], EVENT + b"\x00"):
         assert _refusal(decode_event, data) == _refusal(through_dict, data)
 
