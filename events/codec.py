@@ -90,8 +90,10 @@ def _current_reader(parsed: dict[str, Any], root: Any = None) -> Read | None:
 
     if root is None:
         return compile_reader(parsed, tagged=True)
-    # Tables repeat column definitions: each is built once (`events.pool`).
-    return compile_reader(parsed, models=mirrors(root), pooled=frozenset({"Column"}))
+    # Tables repeat column definitions (each is built once) and names (each is kept
+    # once): an info read is already as the image stores it (`events.pool`).
+    shared = {"TableInfoValue": ("catalog", "schema_name", "primary_key")}
+    return compile_reader(parsed, models=mirrors(root), pooled=frozenset({"Column"}), shared=shared)
 
 
 _MODELS: dict[SchemaKind, Any] = {"event": Event, "command": Command, "reply": Reply}

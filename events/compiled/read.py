@@ -27,14 +27,15 @@ when compiling. Bytes that do not hold a value raise (`IndexError`,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
 from events.base import LONG_MAX, LONG_MIN
 from events.compiled.models import Mirrors, checked_model
 from events.compiled.source import EPOCH, PRIMITIVES, SourceGenerator
-from events.pool import pool, remember
+from events.pool import pool, pooled_fields_set, remember
+from events.pool import shared as pooled_value
 
 Read = Callable[[bytes, int], tuple[Any, int]]
 
@@ -72,6 +73,7 @@ def compile_reader(
     tagged: bool = False,
     models: Mirrors | None = None,
     pooled: frozenset[str] = frozenset(),
+    shared: Mapping[str, tuple[str, ...]] = {},
 ) -> Read:
     """A function reading a datum of the fastavro-parsed record schema `parsed`.
 
@@ -82,6 +84,9 @@ def compile_reader(
         models: Read every record as the model mirroring it (`tagged` is then moot).
         pooled: With `models`, the records (short names, of primitive fields only) built
             once per distinct value: the one in `events.pool` under its fields' values.
+        shared: With `models`, records (short names) whose listed fields (strings, or
+            arrays of them) are read as the equal value in `events.pool`; such a model
+            carries `events.pool.pooled_fields_set`, the mark of a value built pooled.
 
     Raises:
         ValueError: The schema uses a type this reader does not cover, or a
@@ -89,8 +94,9 @@ def compile_reader(
     """
     namespace = {"_varint": _varint, "_too_long": _too_long, "_not_long": _not_long,
                  "EPOCH": EPOCH, "_timedelta": timedelta, "_new": object.__new__,
-                 "_set": object.__setattr__, "_pool": pool, "_remember": remember}  # fmt: skip
-    read: Read = _Reader(tagged, models, pooled).build(parsed, namespace)
+                 "_set": object.__setattr__, "_pool": pool, "_remember": remember,
+                 "_shared": pooled_value}  # fmt: skip
+    read: Read = _Reader(tagged, models, pooled, shared).build(parsed, namespace)
     return read
 
 
@@ -100,12 +106,17 @@ class _Reader(SourceGenerator):
     purpose = "compiled Avro reader"
 
     def __init__(
-        self, tagged: bool, models: Mirrors | None = None, pooled: frozenset[str] = frozenset()
+        self,
+        tagged: bool,
+        models: Mirrors | None = None,
+        pooled: frozenset[str] = frozenset(),
+        shared: Mapping[str, tuple[str, ...]] = {},
     ) -> None:
         super().__init__()
         self.tagged = tagged
         self.models = models
         self.pooled = pooled
+        self.shared = shared
 
     def record_source(self, function: str, schema: dict[str, Any]) -> list[str]:
         body: list[str] = []
@@ -131,8 +142,15 @@ class _Reader(SourceGenerator):
         if checked.tag is not None:
             values["type"] = repr(checked.tag)
         pairs = ", ".join(f"{name!r}: {values[name]}" for name in checked.fields)
-        fields_set = self.constant("_fields", set(checked.fields))
         out = []
+        fields_set = set(checked.fields)
+        if short in self.shared:
+            fields_set = pooled_fields_set(model)
+            for name in self.shared[short]:
+                if name not in values:
+                    raise ValueError(f"record {short} has no field {name} to share")
+                out.append(f"    {values[name]} = _shared({values[name]})")
+        fields_set_name = self.constant("_fields", fields_set)
         pooled = short in self.pooled
         if pooled:  # the key `events.pool.COLUMN_KEY` gives: the fields' values in order
             if any(_not_primitive(f["type"]) for f in schema["fields"]):
@@ -143,7 +161,7 @@ class _Reader(SourceGenerator):
         # `events.base.built`, inline: one Python call less per model (about 20 an event).
         out += [f"    m = _new({self.constant('_model', model)})",
                f"    _set(m, '__dict__', {{{pairs}}})",
-               f"    _set(m, '__pydantic_fields_set__', {fields_set})",
+               f"    _set(m, '__pydantic_fields_set__', {fields_set_name})",
                "    _set(m, '__pydantic_extra__', None)",
                "    _set(m, '__pydantic_private__', None)"]  # fmt: skip
         out += [f"    {self.constant('_check', check)}(m)" for check in checked.checks]

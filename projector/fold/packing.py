@@ -6,7 +6,8 @@ image stores instead:
 
 - `TableInfoValue` as a model whose column tuple, catalog and schema name are
   shared with equal ones already seen (tables repeat column definitions), and
-  whose fields-set is one shared set;
+  whose fields-set is one shared set, the pool's mark: an info `decode_event`
+  read is built that way already and kept as it is;
 - names, routes and datanode tables as slotted tuples of ints;
 - label rules as they are (there are few).
 
@@ -17,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from events.base import built
-from events.pool import COLUMN_KEY, pool, shared, shared_column
+from events.pool import COLUMN_KEY, pool, pooled_fields_set, shared, shared_column
 from events.values import (
     Column,
     DatanodeTableValue,
@@ -58,9 +59,9 @@ class PackedDatanodeTable:
 Packed = TableInfoValue | LabelRuleValue | PackedName | PackedRoute | PackedDatanodeTable
 """What the image stores under a key."""
 
-# One fields-set object for every packed info: the model is frozen, so
-# pydantic never writes to it (model_copy copies it first).
-_INFO_FIELDS_SET = set(TableInfoValue.model_fields)
+# One fields-set object for every packed info, the pool's mark: an info that
+# `decode_event` read, or that `pack` or a snapshot load built, is kept as it is.
+_INFO_FIELDS_SET = pooled_fields_set(TableInfoValue)
 
 
 def _same_columns(value: TableInfoValue, previous: TableInfoValue) -> bool:
@@ -132,6 +133,8 @@ def pack(value: KeyValue, previous: Packed | None = None) -> Packed:
 
 
 def _packed_info(value: TableInfoValue, previous: Packed | None) -> TableInfoValue:
+    if value.__pydantic_fields_set__ is _INFO_FIELDS_SET:
+        return value  # built pooled
     fields = vars(value).copy()
     if type(previous) is TableInfoValue and _same_columns(value, previous):
         fields["columns"] = previous.columns

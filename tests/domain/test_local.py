@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from events.codec import encode_event
+from events.codec import decode_event, encode_event
 from events.commands import DropTable
 from events.values import TableInfoValue
 from producers.decide.core import Stamp
@@ -80,6 +80,26 @@ def test_packing_round_trips_every_value_and_shares_equal_columns() -> None:
     bumped = a.model_copy(update={"version": 9})
     assert bumped.version == 9 and a.version == 1
     assert TableInfoValue.model_validate(a.model_dump()) == a
+
+
+def test_an_info_decode_event_read_is_stored_as_it_is_and_any_other_is_packed() -> None:
+    catalog = local()
+    catalog.submit(create("a"))
+    built = next(m.value for m in catalog.events[-1].mutations if type(m.value) is TableInfoValue)
+    read = next(
+        m.value
+        for m in decode_event(encode_event(catalog.events[-1])).mutations
+        if type(m.value) is TableInfoValue
+    )
+    assert pack(read) is read  # the reader pooled its parts already
+    packed = pack(built)
+    assert packed is not built and packed == built == read
+    assert packed.columns[0] is read.columns[0] and packed.catalog is read.catalog
+    assert pack(packed) is packed
+    # A changed copy is not marked: its columns are shared again.
+    changed = read.model_copy(update={"columns": tuple(c.model_copy() for c in read.columns)})
+    repacked = pack(changed)
+    assert repacked is not changed and repacked.columns[0] is read.columns[0]
 
 
 def test_new_events_are_taken_once_and_a_leader_may_keep_no_log() -> None:

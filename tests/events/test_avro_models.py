@@ -24,7 +24,7 @@ from events.compiled.read import compile_reader
 from events.errors import DecodeError
 from events.event import Event
 from events.intents import Intent
-from events.pool import shared_column
+from events.pool import pooled_fields_set, shared, shared_column
 from events.schema_store import HEADER_LENGTH, default_store
 from events.values import Column, TableInfoValue
 
@@ -196,3 +196,20 @@ def test_a_column_met_before_is_the_pooled_one_the_image_stores() -> None:
     assert _columns(first)
     for mine, again in zip(_columns(first), _columns(second), strict=True):
         assert mine is again is shared_column(again)
+
+
+def _info(event: Event) -> TableInfoValue:
+    return next(m.value for m in event.mutations if isinstance(m.value, TableInfoValue))
+
+
+def test_an_info_read_holds_the_pooled_names_and_carries_the_pools_mark() -> None:
+    first, second = _info(decode_event(EVENT)), _info(decode_event(EVENT))
+    assert first is not second and first == _info(through_dict(EVENT))
+    for name in ("catalog", "schema_name", "primary_key"):
+        mine, again = getattr(first, name), getattr(second, name)
+        assert mine == again and mine is again is shared(again), name
+    mark = pooled_fields_set(TableInfoValue)
+    assert first.__pydantic_fields_set__ is mark
+    # pydantic's own model, and a changed copy of the one read, carry no mark.
+    assert _info(through_dict(EVENT)).__pydantic_fields_set__ is not mark
+    assert first.model_copy(update={"version": 9}).__pydantic_fields_set__ is not mark
