@@ -32,6 +32,12 @@ def datanode_table_key(datanode_id: int, table_id: int) -> str:
     return f"{DATANODE_TABLE}/{datanode_id}/{table_id}"
 
 
+def datanode_table_ids(key: str) -> tuple[int, int]:
+    """(datanode id, table id) of a `__dn_table/{datanode_id}/{table_id}` key."""
+    datanode, table = key[len(DATANODE_TABLE) + 1 :].split("/")
+    return int(datanode), int(table)
+
+
 def label_rule_key(rule_id: str) -> str:
     """`__label_rule/{rule_id}`; rule ids look like `schema/{db}/{table}[/{partition}]`."""
     return f"{LABEL_RULE}/{rule_id}"

@@ -137,7 +137,7 @@ class Folding:
         draft = self._draft
         if draft is not None:
             self._draft = None
-            head = draft.finish()
+            head = draft.finish(settle=True)
             self._image = _evolve(self._image, dict(head=head, published=head))
         return self._image
 

@@ -5,8 +5,10 @@ columns (a `Cold` layer, built on read); every PUT and DELETE
 since goes to `changes`, an `immutables.Map`, so a new map still shares all
 but O(log n) nodes with the previous one. A DELETE of a cold key leaves a
 tombstone (`GONE`) in `changes`; a DELETE of a key only `changes` held
-removes it. A replay from the empty log has no cold layer: `changes` is
-everything, as before.
+removes it. A replay from the empty log writes every key to one dict
+(`view.Draft`) and hands it over as the cold layer (`WrittenValues`), instead
+of building a HAMT of every key; a view built event by event from nothing has
+no cold layer: `changes` is everything.
 
 It reads as a `Mapping[str, Packed]`, and equality is by keys and values,
 whatever the layers (a loaded-then-changed map equals the map a full replay
@@ -21,6 +23,7 @@ from typing import Final, Protocol
 
 from immutables import Map, MapMutation
 
+from events.keys import DATANODE_TABLE, datanode_table_ids
 from projector.fold.packing import Packed
 
 
@@ -45,6 +48,51 @@ class Cold(Protocol):
 
     def datanode_tables(self, datanode_id: int) -> dict[int, Packed]:
         """Table id → packed `__dn_table` value of one datanode."""
+
+
+class WrittenValues:
+    """A cold layer of the values a replay wrote: a plain dict, never changed again.
+
+    Args:
+        values: Key → packed value (the draft's dict, taken over, not copied).
+    """
+
+    __slots__ = ("_datanodes", "_values")
+
+    def __init__(self, values: dict[str, Packed]) -> None:
+        self._values = values
+        self._datanodes: dict[int, dict[int, Packed]] | None = None
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def get(self, key: str) -> Packed | None:
+        """The packed value under `key`, or None."""
+        return self._values.get(key)
+
+    def items(self, prefix: str = "") -> Iterator[tuple[str, Packed]]:
+        """Every key (that starts with `prefix`) and its packed value."""
+        if not prefix:
+            return iter(self._values.items())
+        return ((key, value) for key, value in self._values.items() if key.startswith(prefix))
+
+    def datanode_tables(self, datanode_id: int) -> dict[int, Packed]:
+        """Table id → packed `__dn_table` value of one datanode (every datanode indexed
+        at the first call; two threads asking first both build the same index)."""
+        index = self._datanodes
+        if index is None:
+            index = {}
+            for key, value in self.items(DATANODE_TABLE + "/"):
+                datanode, table = datanode_table_ids(key)
+                index.setdefault(datanode, {})[table] = value
+            self._datanodes = index
+        return index.get(datanode_id, {})
 
 
 class Gone:

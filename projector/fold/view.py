@@ -25,6 +25,7 @@ from events.keys import (
     DATANODE_TABLE,
     LABEL_RULE,
     TABLE_INFO,
+    datanode_table_ids,
     datanode_table_key,
     removed,
     table_info_key,
@@ -40,7 +41,15 @@ from events.values import (
     TableInfoValue,
     TableRouteValue,
 )
-from projector.fold.layered import Cold, Gone, LayeredValues, delete, holds_key, read
+from projector.fold.layered import (
+    Cold,
+    Gone,
+    LayeredValues,
+    WrittenValues,
+    delete,
+    holds_key,
+    read,
+)
 from projector.fold.packing import Packed, PackedDatanodeTable, PackedName, pack, unpack
 
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
@@ -325,7 +334,7 @@ class Draft(Reads):
 
     def _index(self, key: str, put: bool) -> None:
         """Add or remove the table of a `__dn_table/{datanode}/{table}` key under its datanode."""
-        datanode, table = _datanode_key(key)
+        datanode, table = datanode_table_ids(key)
         tables = self._tables_of.get(datanode)
         if tables is None:
             tables = self._tables_of[datanode] = self._view.changed_datanodes.get(
@@ -345,10 +354,20 @@ class Draft(Reads):
             assert isinstance(value, LabelRuleValue)
             self._rules[rule] = value
 
-    def finish(self) -> View:
-        """The view with every write; the draft is spent."""
+    def finish(self, settle: bool = False) -> View:
+        """The view with every write; the draft is spent.
+
+        Args:
+            settle: A run of many events (a replay): if the draft started from an
+                empty view, its dict of writes becomes the view's cold layer
+                (`WrittenValues`) rather than a HAMT built key by key. A view
+                changed event by event keeps a HAMT: each change copies O(log n).
+        """
         view = self._view
         cold = self._cold
+        rules = view.rules if self._rules is None else self._rules.finish()
+        if settle and self._below is None:  # nothing below: every key is in `_written`
+            return View(view.catalog, LayeredValues(WrittenValues(self._written)), Map(), rules)
         values = view.values.changes.mutate()
         values.update(self._written)
         for key in self._deleted:
@@ -367,11 +386,6 @@ class Draft(Reads):
             view.catalog,
             LayeredValues(cold, values.finish()),
             datanodes,
-            view.rules if self._rules is None else self._rules.finish(),
+            rules,
         )
 
-
-def _datanode_key(key: str) -> tuple[int, int]:
-    """(datanode id, table id) of a `__dn_table/{datanode}/{table}` key."""
-    datanode, table = key[len(_DATANODE_PREFIX) :].split("/")
-    return int(datanode), int(table)

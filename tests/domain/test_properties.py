@@ -37,6 +37,7 @@ from producers.errors import CommandRejected
 from producers.leader.local import LocalCatalog
 from projector.fold.apply import apply, replay
 from projector.fold.image import Image
+from projector.fold.layered import WrittenValues
 from projector.fold.view import View
 from projector.snapshot.store import Position, read_snapshot, write_snapshot
 from tests.domain.builders import CATALOG, command, create, local
@@ -205,6 +206,11 @@ def test_replay_builds_the_image_that_applying_event_by_event_builds_down_to_its
             for view, expected in ((replayed.head, stepwise.head),
                                    (replayed.published, stepwise.published)):  # fmt: skip
                 _same_view(view, expected)
+                if start.resource_version == 0 and view.values.cold is not expected.values.cold:
+                    # From nothing, the first run's writes became a cold layer: their dict.
+                    assert expected.values.cold is None
+                    assert isinstance(view.values.cold, WrittenValues)
+                    continue
                 # The same layers: tombstones, the datanode index of the changed keys.
                 assert view.values.cold is expected.values.cold
                 assert view.values.changes == expected.values.changes
