@@ -120,24 +120,27 @@ class Folding:
         if type(event.intent) not in _CHANGE_TYPES or image.publish_mode != "auto":
             self._image = apply(self.image(), event)
             return
-        if classify(image, event) is Delivery.DUPLICATE:
-            return
+        if event.resource_version <= image.resource_version:
+            return  # a duplicate (`classify`)
         _check_envelope(image, event)
         draft = self._draft
         if draft is None:
-            draft = self._draft = Draft(image.head)
-        changes = _change(image, draft, event)
-        changes["stable_epoch"] = event.schema_epoch
-        changes["resource_version"] = event.resource_version
-        changes["last_hash"] = event.hash
-        self._image = _evolve(image, changes)
+            draft = self._draft = Draft(image.head, settle=True)
+            # The run's own copy: no one else sees it until `image()` ends the run, so
+            # each event updates its fields in place instead of copying them all.
+            image = self._image = _evolve(image, {})
+        fields = vars(image)
+        fields.update(_change(image, draft, event))
+        fields["stable_epoch"] = event.schema_epoch
+        fields["resource_version"] = event.resource_version
+        fields["last_hash"] = event.hash
 
     def image(self) -> Image:
         """The image after the events applied so far."""
         draft = self._draft
         if draft is not None:
             self._draft = None
-            head = draft.finish(settle=True)
+            head = draft.finish()
             self._image = _evolve(self._image, dict(head=head, published=head))
         return self._image
 

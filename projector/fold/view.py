@@ -271,16 +271,30 @@ class Draft(Reads):
 
     Args:
         view: The view to start from.
+        settle: A run of many events (a replay): if `view` is empty, the dict of
+            writes becomes the finished view's cold layer (`WrittenValues`, which
+            indexes its datanode keys itself) rather than a HAMT built key by key.
+            A view changed event by event keeps a HAMT: each change copies O(log n).
     """
 
-    __slots__ = ("_below", "_cold", "_deleted", "_rules", "_tables_of", "_view", "_written")
+    __slots__ = (
+        "_below",
+        "_cold",
+        "_deleted",
+        "_rules",
+        "_settling",
+        "_tables_of",
+        "_view",
+        "_written",
+    )
 
-    def __init__(self, view: View) -> None:
+    def __init__(self, view: View, settle: bool = False) -> None:
         self._view = view
         self._cold = view.values.cold
         changes = view.values.changes
         self._below = None if self._cold is None and not changes else (changes, self._cold)
         """What the view held before the draft; None when nothing (a replay from empty)."""
+        self._settling = settle and self._below is None
         self._written: dict[str, Packed] = {}
         """Key → the packed value it was last PUT, unless deleted since."""
         self._deleted: dict[str, None] = {}
@@ -306,6 +320,7 @@ class Draft(Reads):
         """Apply the mutations in order (a DELETE of an absent key is a no-op)."""
         written = self._written
         deleted = self._deleted
+        settling = self._settling
         changes = self._view.values.changes
         for mutation in mutations:
             key = mutation.key
@@ -328,7 +343,8 @@ class Draft(Reads):
                 deleted[key] = None
             if key.startswith(_INDEXED_PREFIXES):
                 if key.startswith(_DATANODE_PREFIX):
-                    self._index(key, put)
+                    if not settling:
+                        self._index(key, put)
                 else:
                     self._rule(key[len(_RULE_PREFIX) :], value if put else None)
 
@@ -354,19 +370,12 @@ class Draft(Reads):
             assert isinstance(value, LabelRuleValue)
             self._rules[rule] = value
 
-    def finish(self, settle: bool = False) -> View:
-        """The view with every write; the draft is spent.
-
-        Args:
-            settle: A run of many events (a replay): if the draft started from an
-                empty view, its dict of writes becomes the view's cold layer
-                (`WrittenValues`) rather than a HAMT built key by key. A view
-                changed event by event keeps a HAMT: each change copies O(log n).
-        """
+    def finish(self) -> View:
+        """The view with every write; the draft is spent."""
         view = self._view
         cold = self._cold
         rules = view.rules if self._rules is None else self._rules.finish()
-        if settle and self._below is None:  # nothing below: every key is in `_written`
+        if self._settling:  # nothing below: every key is in `_written`
             return View(view.catalog, LayeredValues(WrittenValues(self._written)), Map(), rules)
         values = view.values.changes.mutate()
         values.update(self._written)
@@ -388,4 +397,3 @@ class Draft(Reads):
             datanodes,
             rules,
         )
-
