@@ -5,9 +5,9 @@ one object per distinct value (`projector.fold.packing`), and `decode_event`'s
 reader builds a column only the first time it meets its definition and keeps
 an info's names as the ones met before (`events.compiled.read`): both look
 equal values up here, so an info read is already as the image stores it, and
-carries the mark that says so (`pooled_fields_set`). A cache, never a semantic: the values
-are frozen, and past `POOL_LIMIT` entries the pool starts over (only sharing
-is lost).
+carries the mark that says so (`pooled_fields_set`). A cache, never a
+semantic: the values are frozen, and past `POOL_LIMIT` entries the pool
+starts over (only sharing is lost).
 """
 
 from operator import attrgetter

@@ -409,12 +409,17 @@ def _allocated(event: Event) -> tuple[int, set[int]]:
     """The highest table or partition id the event's PUT infos hold (0 if none), and their
     partitions' ids."""
     highest = 0
-    partition_ids: set[int] = set()
+    partition_ids: set[int] = _NO_IDS
     for mutation in event.mutations:
         value = mutation.value
         if type(value) is TableInfoValue:
-            highest = max(highest, value.table_id)
+            if value.table_id > highest:
+                highest = value.table_id
             if value.partitions:
-                partition_ids.update(p.partition_id for p in value.partitions)
+                partition_ids = partition_ids | {p.partition_id for p in value.partitions}
                 highest = max(highest, *partition_ids)
     return highest, partition_ids
+
+
+_NO_IDS: set[int] = set()
+"""`_allocated`'s partition ids when there are none: one shared set, never changed."""

@@ -8,7 +8,7 @@ image stores instead:
   shared with equal ones already seen (tables repeat column definitions), and
   whose fields-set is one shared set, the pool's mark: an info `decode_event`
   read is built that way already and kept as it is;
-- names, routes and datanode tables as slotted tuples of ints;
+- names, routes and datanode tables as named tuples of ints;
 - label rules as they are (there are few).
 
 `unpack(pack(v)) == v` for every value; accessors unpack on read.

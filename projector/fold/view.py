@@ -33,6 +33,7 @@ from events.keys import (
     table_route_key,
 )
 from events.labels import effective_labels, rule_id
+from events.pool import pooled_fields_set
 from events.values import (
     DatanodeTableValue,
     KeyValue,
@@ -56,6 +57,7 @@ _DATANODE_PREFIX = DATANODE_TABLE + "/"
 _RULE_PREFIX = LABEL_RULE + "/"
 _REMOVED_INFO_PREFIX = removed(TABLE_INFO) + "/"
 _INDEXED_PREFIXES = (_DATANODE_PREFIX, _RULE_PREFIX)
+_POOLED_INFO = pooled_fields_set(TableInfoValue)
 _VERSIONED = (TableInfoValue, PackedDatanodeTable)
 """The packed values with a `version` (what `KeyAtVersion` reads)."""
 
@@ -328,14 +330,16 @@ class Draft(Reads):
             put = mutation.op is MutationOp.PUT
             if put:
                 assert value is not None
-                if type(value) is TableInfoValue:
+                if type(value) is not TableInfoValue:
+                    written[key] = pack(value)
+                elif value.__pydantic_fields_set__ is _POOLED_INFO:
+                    written[key] = value  # read pooled: `pack` would keep it as it is
+                else:
                     # Only a changed value's columns are shared: a cold one is not built for it.
                     previous = written.get(key)
                     if previous is None and key not in deleted:
                         previous = changes.get(key)  # type: ignore[assignment]
                     written[key] = pack(value, previous)
-                else:
-                    written[key] = pack(value)
                 if deleted:
                     deleted.pop(key, None)
             else:
