@@ -96,8 +96,9 @@ class Folding:
     """`apply`, event after event, building the image once at the end: what replays use.
 
     A run of change events in auto mode is written to one `Draft` of the head, whose
-    view is built once for the run instead of once per event; any other event (or
-    explicit mode) finishes the draft first and goes through `apply`. The checks are
+    view is built once for the run instead of once per event (from an empty image, the
+    draft's dict of writes becomes the view's cold layer: `layered.WrittenValues`); any
+    other event (or explicit mode) finishes the draft first and goes through `apply`. The checks are
     `apply`'s own, and `image()` is the image `apply` would have given after the same
     events.
 

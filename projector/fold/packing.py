@@ -59,9 +59,9 @@ class PackedDatanodeTable(NamedTuple):
 Packed = TableInfoValue | LabelRuleValue | PackedName | PackedRoute | PackedDatanodeTable
 """What the image stores under a key."""
 
-# One fields-set object for every packed info, the pool's mark: an info that
-# `decode_event` read, or that `pack` or a snapshot load built, is kept as it is.
-_INFO_FIELDS_SET = pooled_fields_set(TableInfoValue)
+POOLED_INFO = pooled_fields_set(TableInfoValue)
+"""The fields-set object of every packed info, the pool's mark: an info that
+`decode_event` read, or that `pack` or a snapshot load built, is kept as it is."""
 
 
 def _same_columns(value: TableInfoValue, previous: TableInfoValue) -> bool:
@@ -80,7 +80,7 @@ def _info(fields: dict[str, object]) -> TableInfoValue:
     The fields come from a validated model (or a snapshot whose structure was
     checked once), so nothing needs defaults or checks.
     """
-    return built(TableInfoValue, fields, _INFO_FIELDS_SET)
+    return built(TableInfoValue, fields, POOLED_INFO)
 
 
 _set = object.__setattr__
@@ -93,7 +93,7 @@ def packed_infos(rows: Iterable[dict[str, object]]) -> list[TableInfoValue]:
     well-formed: no validation, no copy of the dicts.
     """
     new = TableInfoValue.__new__
-    fields_set = _INFO_FIELDS_SET
+    fields_set = POOLED_INFO
     out = []
     for fields in rows:
         info = new(TableInfoValue)
@@ -133,7 +133,7 @@ def pack(value: KeyValue, previous: Packed | None = None) -> Packed:
 
 
 def _packed_info(value: TableInfoValue, previous: Packed | None) -> TableInfoValue:
-    if value.__pydantic_fields_set__ is _INFO_FIELDS_SET:
+    if value.__pydantic_fields_set__ is POOLED_INFO:
         return value  # built pooled
     fields = vars(value).copy()
     if type(previous) is TableInfoValue and _same_columns(value, previous):

@@ -33,7 +33,6 @@ from events.keys import (
     table_route_key,
 )
 from events.labels import effective_labels, rule_id
-from events.pool import pooled_fields_set
 from events.values import (
     DatanodeTableValue,
     KeyValue,
@@ -51,13 +50,19 @@ from projector.fold.layered import (
     holds_key,
     read,
 )
-from projector.fold.packing import Packed, PackedDatanodeTable, PackedName, pack, unpack
+from projector.fold.packing import (
+    POOLED_INFO,
+    Packed,
+    PackedDatanodeTable,
+    PackedName,
+    pack,
+    unpack,
+)
 
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
 _RULE_PREFIX = LABEL_RULE + "/"
 _REMOVED_INFO_PREFIX = removed(TABLE_INFO) + "/"
 _INDEXED_PREFIXES = (_DATANODE_PREFIX, _RULE_PREFIX)
-_POOLED_INFO = pooled_fields_set(TableInfoValue)
 _VERSIONED = (TableInfoValue, PackedDatanodeTable)
 """The packed values with a `version` (what `KeyAtVersion` reads)."""
 
@@ -332,7 +337,7 @@ class Draft(Reads):
                 assert value is not None
                 if type(value) is not TableInfoValue:
                     written[key] = pack(value)
-                elif value.__pydantic_fields_set__ is _POOLED_INFO:
+                elif value.__pydantic_fields_set__ is POOLED_INFO:
                     written[key] = value  # read pooled: `pack` would keep it as it is
                 else:
                     # Only a changed value's columns are shared: a cold one is not built for it.
