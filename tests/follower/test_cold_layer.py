@@ -148,3 +148,19 @@ def test_a_loaded_then_changed_image_writes_every_key(tmp_path: Path) -> None:
     written, _ = read_snapshot(write_snapshot(tmp_path / "b", changed, POSITION))
     assert written == catalog.image == replay(Image.empty(CATALOG), catalog.events)
     assert not written.head.values.changes and len(written.head) == len(catalog.image.head)
+
+
+def test_a_replays_dict_of_writes_reads_as_the_view_applied_event_by_event() -> None:
+    events = random_log(60, seed=5).events
+    replayed = replay(Image.empty(CATALOG), events).head
+    stepwise = reduce(apply, events, Image.empty(CATALOG)).head
+    cold = replayed.values.cold
+    assert isinstance(cold, WrittenValues) and len(replayed.values.changes) == 0
+    assert len(cold) == len(stepwise) and set(cold) == set(stepwise.values)
+    for prefix in ("__table_info/", "__dn_table/", "__label_rule/"):
+        assert dict(cold.items(prefix)) == dict(stepwise.values.scan(prefix)), prefix
+    datanodes = {int(key.split("/")[1]) for key in cold if key.startswith("__dn_table/")}
+    assert datanodes
+    for datanode in (*datanodes, max(datanodes) + 1):
+        assert cold.datanode_tables(datanode) == stepwise.datanode_entries(datanode)
+        assert replayed.datanode_tables(datanode) == stepwise.datanode_tables(datanode)
