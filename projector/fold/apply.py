@@ -22,8 +22,8 @@ from events.intents import CHANGE_INTENTS, LeaderElected
 from events.values import TableInfoValue
 from projector.errors import Divergence, SequenceGap, StaleLeader
 from projector.fold.control import CONTROL_HANDLERS, Changes
+from projector.fold.draft import Draft
 from projector.fold.image import Image, PendingChange, table_version
-from projector.fold.view import Draft
 
 _K = TypeVar("_K", bound=Hashable)
 

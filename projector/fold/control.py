@@ -24,6 +24,7 @@ from events.intents import (
     StableEpochAdvanced,
 )
 from projector.errors import Divergence, EpochOutOfOrder, StaleLeader
+from projector.fold.draft import mutated
 from projector.fold.image import Image, PendingChange
 
 Changes = dict[str, Any]
@@ -123,7 +124,7 @@ def stable_epoch_advanced(intent: StableEpochAdvanced, image: Image, event: Even
     if not ready:
         return dict(stable_epoch=epoch)
     # One new view for the whole batch: changes of one epoch appear together.
-    published = image.published.mutated(chain.from_iterable(c.event.mutations for c in ready))
+    published = mutated(image.published, chain.from_iterable(c.event.mutations for c in ready))
     pending = image.pending.mutate()
     for change in ready:
         del pending[change.resource_version]

@@ -10,22 +10,18 @@ keeps the snapshot's values in their columns beneath (`projector.fold.layered`).
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from immutables import Map, MapMutation
+from immutables import Map
 
 from events.changes import (
     KeyAbsent,
     KeyAtVersion,
     KeyPresent,
-    Mutation,
-    MutationOp,
     Requirement,
     ValueEquals,
 )
 from events.keys import (
-    DATANODE_TABLE,
     LABEL_RULE,
     TABLE_INFO,
-    datanode_table_ids,
     datanode_table_key,
     removed,
     table_info_key,
@@ -45,28 +41,23 @@ from projector.fold.layered import (
     Cold,
     Gone,
     LayeredValues,
-    WrittenValues,
-    delete,
     holds_key,
     read,
 )
 from projector.fold.packing import (
-    POOLED_INFO,
     Packed,
     PackedDatanodeTable,
     PackedName,
-    pack,
     unpack,
 )
 
-_DATANODE_PREFIX = DATANODE_TABLE + "/"
-_RULE_PREFIX = LABEL_RULE + "/"
+RULE_PREFIX = LABEL_RULE + "/"
 _REMOVED_INFO_PREFIX = removed(TABLE_INFO) + "/"
-_INDEXED_PREFIXES = (_DATANODE_PREFIX, _RULE_PREFIX)
 _VERSIONED = (TableInfoValue, PackedDatanodeTable)
 """The packed values with a `version` (what `KeyAtVersion` reads)."""
 
-_EMPTY: Map[int, None] = Map()
+EMPTY_TABLES: Map[int, None] = Map()
+"""No table ids: a datanode's index before its first table."""
 
 
 class Reads:
@@ -147,9 +138,9 @@ class View(Reads):
                 builds them: there are few).
         """
         index = {
-            key[len(_RULE_PREFIX) :]: packed
+            key[len(RULE_PREFIX) :]: packed
             for key, packed in rules
-            if isinstance(packed, LabelRuleValue) and key.startswith(_RULE_PREFIX)
+            if isinstance(packed, LabelRuleValue) and key.startswith(RULE_PREFIX)
         }
         return cls(catalog, LayeredValues(cold), Map(), Map(index))
 
@@ -226,7 +217,7 @@ class View(Reads):
             for table_id, packed in cold.datanode_tables(datanode_id).items():
                 if datanode_table_key(datanode_id, table_id) not in changes:
                     entries[table_id] = packed
-        for table_id in self.changed_datanodes.get(datanode_id, _EMPTY):
+        for table_id in self.changed_datanodes.get(datanode_id, EMPTY_TABLES):
             change = changes[datanode_table_key(datanode_id, table_id)]
             assert not isinstance(change, Gone)  # the index holds only the keys held
             entries[table_id] = change
@@ -259,150 +250,3 @@ class View(Reads):
             return effective_labels(table_rule, None)
         own = self.rules.get(rule_id(schema_name, table_name, partition_name))
         return effective_labels(table_rule, own)
-
-    def mutated(self, mutations: Iterable[Mutation]) -> "View":
-        """A new view with the mutations applied in order (a DELETE of an absent key is a no-op)."""
-        draft = Draft(self)
-        draft.write(mutations)
-        return draft.finish()
-
-
-class Draft(Reads):
-    """A view being changed: mutations written to a dict, then finished into a new `View`.
-
-    The fold writes a run of events to one draft (`projector.fold.apply.Folding`) and
-    builds the view once: the run's writes go to a plain dict (the last value per key),
-    and the persistent maps take them in one pass at `finish`, instead of a new view and
-    a HAMT path copied per event. Reads see every write so far. The view it starts from
-    never changes; after `finish` the draft is spent.
-
-    Args:
-        view: The view to start from.
-        settle: A run of many events (a replay): if `view` is empty, the dict of
-            writes becomes the finished view's cold layer (`WrittenValues`, which
-            indexes its datanode keys itself) rather than a HAMT built key by key.
-            A view changed event by event keeps a HAMT: each change copies O(log n).
-    """
-
-    __slots__ = (
-        "_below",
-        "_cold",
-        "_deleted",
-        "_rules",
-        "_settling",
-        "_tables_of",
-        "_view",
-        "_written",
-    )
-
-    def __init__(self, view: View, settle: bool = False) -> None:
-        self._view = view
-        self._cold = view.values.cold
-        changes = view.values.changes
-        self._below = None if self._cold is None and not changes else (changes, self._cold)
-        """What the view held before the draft; None when nothing (a replay from empty)."""
-        self._settling = settle and self._below is None
-        self._written: dict[str, Packed] = {}
-        """Key → the packed value it was last PUT, unless deleted since."""
-        self._deleted: dict[str, None] = {}
-        """The keys last deleted (`delete`d at `finish`); never in `_written`."""
-        self._tables_of: dict[int, MapMutation[int, None]] = {}
-        """Datanode id → its changed table ids, for the keys written."""
-        # Rules change rarely: open their mutation only when a key needs it.
-        self._rules: MapMutation[str, LabelRuleValue] | None = None
-
-    def _get(self, key: str) -> Packed | None:
-        found = self._written.get(key)
-        if found is None and self._below is not None and key not in self._deleted:
-            return read(*self._below, key)
-        return found
-
-    def _has(self, key: str) -> bool:
-        if key in self._written:
-            return True
-        below = self._below
-        return below is not None and key not in self._deleted and holds_key(*below, key)
-
-    def write(self, mutations: Iterable[Mutation]) -> None:
-        """Apply the mutations in order (a DELETE of an absent key is a no-op)."""
-        written = self._written
-        deleted = self._deleted
-        settling = self._settling
-        changes = self._view.values.changes
-        for mutation in mutations:
-            key = mutation.key
-            value = mutation.value
-            put = mutation.op is MutationOp.PUT
-            if put:
-                assert value is not None
-                if type(value) is not TableInfoValue:
-                    written[key] = pack(value)
-                elif value.__pydantic_fields_set__ is POOLED_INFO:
-                    written[key] = value  # read pooled: `pack` would keep it as it is
-                else:
-                    # Only a changed value's columns are shared: a cold one is not built for it.
-                    previous = written.get(key)
-                    if previous is None and key not in deleted:
-                        previous = changes.get(key)  # type: ignore[assignment]
-                    written[key] = pack(value, previous)
-                if deleted:
-                    deleted.pop(key, None)
-            else:
-                written.pop(key, None)
-                deleted[key] = None
-            if key.startswith(_INDEXED_PREFIXES):
-                if key.startswith(_DATANODE_PREFIX):
-                    if not settling:
-                        self._index(key, put)
-                else:
-                    self._rule(key[len(_RULE_PREFIX) :], value if put else None)
-
-    def _index(self, key: str, put: bool) -> None:
-        """Add or remove the table of a `__dn_table/{datanode}/{table}` key under its datanode."""
-        datanode, table = datanode_table_ids(key)
-        tables = self._tables_of.get(datanode)
-        if tables is None:
-            tables = self._tables_of[datanode] = self._view.changed_datanodes.get(
-                datanode, _EMPTY
-            ).mutate()
-        if put:
-            tables[table] = None
-        else:
-            tables.pop(table, None)
-
-    def _rule(self, rule: str, value: KeyValue | None) -> None:
-        if self._rules is None:
-            self._rules = self._view.rules.mutate()
-        if value is None:
-            self._rules.pop(rule, None)
-        else:
-            assert isinstance(value, LabelRuleValue)
-            self._rules[rule] = value
-
-    def finish(self) -> View:
-        """The view with every write; the draft is spent."""
-        view = self._view
-        cold = self._cold
-        rules = view.rules if self._rules is None else self._rules.finish()
-        if self._settling:  # nothing below: every key is in `_written`
-            return View(view.catalog, LayeredValues(WrittenValues(self._written)), Map(), rules)
-        values = view.values.changes.mutate()
-        values.update(self._written)
-        for key in self._deleted:
-            delete(values, cold, key)
-        datanodes = view.changed_datanodes
-        if self._tables_of:
-            index = datanodes.mutate()
-            for datanode, mutation in self._tables_of.items():
-                tables = mutation.finish()
-                if tables:
-                    index[datanode] = tables
-                else:
-                    index.pop(datanode, None)
-            datanodes = index.finish()
-        return View(
-            view.catalog,
-            LayeredValues(cold, values.finish()),
-            datanodes,
-            rules,
-        )

@@ -36,6 +36,7 @@ from events.values import Column
 from producers.errors import CommandRejected
 from producers.leader.local import LocalCatalog
 from projector.fold.apply import apply, replay
+from projector.fold.draft import mutated
 from projector.fold.image import Image
 from projector.fold.layered import WrittenValues
 from projector.fold.view import View
@@ -139,7 +140,7 @@ def _published_by_definition(events: tuple[Event, ...], stable: int) -> View:
         (e for e in events if e.is_change and 0 < epochs[e.resource_version] <= stable),
         key=lambda e: (epochs[e.resource_version], e.resource_version),
     )
-    return View(CATALOG).mutated(chain.from_iterable(e.mutations for e in changes))
+    return mutated(View(CATALOG), chain.from_iterable(e.mutations for e in changes))
 
 
 common = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

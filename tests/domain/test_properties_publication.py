@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events.event import Event
+from projector.fold.draft import mutated
 from projector.fold.image import Image
 from projector.fold.view import View
 from tests.domain.builders import CATALOG
@@ -76,7 +77,7 @@ class VisibleOrder:
             # An earlier change became visible after a later one: fold everything again.
             batch = [self._visible[rv] for rv in sorted(self._visible)]
             self._fold = View(CATALOG)
-        self._fold = self._fold.mutated(chain.from_iterable(e.mutations for e in batch))
+        self._fold = mutated(self._fold, chain.from_iterable(e.mutations for e in batch))
         self._folded_to = max(self._visible)
         same = image.published == self._fold  # (a plain assert would print both views whole)
         assert same, (

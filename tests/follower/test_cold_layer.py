@@ -12,6 +12,7 @@ from events.changes import Mutation, MutationOp
 from events.values import TableInfoValue, TableNameValue
 from projector.errors import SnapshotError
 from projector.fold.apply import apply, replay
+from projector.fold.draft import mutated
 from projector.fold.image import Image
 from projector.fold.layered import GONE, LayeredValues, WrittenValues
 from projector.fold.packing import PackedName
@@ -53,23 +54,23 @@ def test_deleting_a_cold_key_leaves_a_tombstone_and_a_put_brings_it_back(
     head = loaded[0].head
     key = next(k for k in head.values if k.startswith("__table_name/"))
     before = head.values[key]
-    gone = head.mutated([Mutation(key=key, op=MutationOp.DELETE)])
+    gone = mutated(head, [Mutation(key=key, op=MutationOp.DELETE)])
     assert gone.values.changes[key] is GONE
     assert key not in gone and gone.get(key) is None and key not in set(gone.values)
     assert len(gone) == len(head) - 1 and key not in dict(gone.values.items())
     assert head.values[key] == before  # the loaded view never changes
-    back = gone.mutated([Mutation(key=key, op=MutationOp.PUT, value=TableNameValue(table_id=5))])
+    back = mutated(gone, [Mutation(key=key, op=MutationOp.PUT, value=TableNameValue(table_id=5))])
     assert back.values[key] == PackedName(5) and len(back) == len(head)
-    again = gone.mutated([Mutation(key=key, op=MutationOp.DELETE)])  # already gone: a no-op
+    again = mutated(gone, [Mutation(key=key, op=MutationOp.DELETE)])  # already gone: a no-op
     assert len(again) == len(gone) and again == gone
 
 
 def test_a_key_only_the_changes_held_is_removed_outright(loaded: tuple[Image, Image]) -> None:
     head = loaded[0].head
     key = "__table_name/c/public/brand_new"
-    put = head.mutated([Mutation(key=key, op=MutationOp.PUT, value=TableNameValue(table_id=9))])
+    put = mutated(head, [Mutation(key=key, op=MutationOp.PUT, value=TableNameValue(table_id=9))])
     assert len(put) == len(head) + 1 and put.get(key) == TableNameValue(table_id=9)
-    dropped = put.mutated([Mutation(key=key, op=MutationOp.DELETE)])
+    dropped = mutated(put, [Mutation(key=key, op=MutationOp.DELETE)])
     assert key not in dropped.values.changes and len(dropped) == len(head)
     assert dropped == head
 
@@ -87,22 +88,22 @@ def test_views_are_equal_by_content_whatever_holds_the_values(
     key = next(k for k in image.head.values if k.startswith("__table_info/"))
     info = image.head.values[key]
     assert isinstance(info, TableInfoValue)
-    same = image.head.mutated([Mutation(key=key, op=MutationOp.PUT, value=info)])
+    same = mutated(image.head, [Mutation(key=key, op=MutationOp.PUT, value=info)])
     assert key in same.values.changes and same == image.head == replayed.head
     bumped = info.model_copy(update={"version": info.version + 1})
-    other = image.head.mutated([Mutation(key=key, op=MutationOp.PUT, value=bumped)])
+    other = mutated(image.head, [Mutation(key=key, op=MutationOp.PUT, value=bumped)])
     assert other != image.head and other != replayed.head
-    assert other == replayed.head.mutated([Mutation(key=key, op=MutationOp.PUT, value=bumped)])
+    assert other == mutated(replayed.head, [Mutation(key=key, op=MutationOp.PUT, value=bumped)])
 
 
 def test_the_datanode_index_joins_cold_keys_and_changes(loaded: tuple[Image, Image]) -> None:
     head = loaded[0].head
     ids = head.datanode_table_ids(1)
     assert ids and ids == loaded[1].head.datanode_table_ids(1)
-    gone = head.mutated([Mutation(key=f"__dn_table/1/{ids[0]}", op=MutationOp.DELETE)])
+    gone = mutated(head, [Mutation(key=f"__dn_table/1/{ids[0]}", op=MutationOp.DELETE)])
     assert gone.datanode_table_ids(1) == ids[1:]
     value = head.datanode_tables(1)[0].model_copy(update={"datanode_id": 7})
-    moved = gone.mutated([Mutation(key=f"__dn_table/7/{ids[0]}", op=MutationOp.PUT, value=value)])
+    moved = mutated(gone, [Mutation(key=f"__dn_table/7/{ids[0]}", op=MutationOp.PUT, value=value)])
     assert moved.datanode_table_ids(7) == (ids[0],) and moved.datanode_tables(7) == (value,)
     assert head.datanode_table_ids(7) == () and head.datanode_table_ids(1) == ids
 

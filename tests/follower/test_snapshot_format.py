@@ -18,6 +18,7 @@ from events.values import LabelRuleValue, PartitionDef, TableInfoValue
 from producers.leader.local import LocalCatalog
 from projector.errors import SnapshotError
 from projector.fold.apply import replay
+from projector.fold.draft import mutated
 from projector.fold.image import Image
 from projector.fold.view import View
 from projector.snapshot.columns import image_batches
@@ -76,9 +77,9 @@ def test_tables_with_partitions_defaults_and_many_chunks_round_trip(tmp_path: Pa
     bulk = {f"__table_info/{900_000 + n}": info.model_copy(update={
         "table_id": 900_000 + n, "columns": columns, "partitions": parts,
     }) for n in range(CHUNK + 5)}  # fmt: skip
-    head = view.mutated([])
+    head = mutated(view, [])
     for key, value in bulk.items():
-        head = head.mutated([_put(key, value)])
+        head = mutated(head, [_put(key, value)])
     image = Image(catalog=CATALOG, head=head, published=head, resource_version=7)
     batches = list(image_batches(image))
     assert sum(b.num_rows for b in batches if b.column("kind")[0].as_py() == INFO) > CHUNK

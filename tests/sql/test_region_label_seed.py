@@ -6,6 +6,7 @@ from events.changes import Mutation, MutationOp
 from events.keys import label_rule_key, table_info_key, table_name_key
 from events.labels import label_rule, partition_rule_ranges, rule_id, table_rule_ranges
 from events.values import Column, Label, PartitionDef, TableInfoValue, TableNameValue
+from projector.fold.draft import mutated
 from projector.fold.image import Image
 from projector.query.engine import Engine
 
@@ -31,7 +32,7 @@ def seed_image() -> Image:
         label_rule(rule_id("test", "t1", "p0"), (Label(key="merge_option", value="allow"),),
                    partition_rule_ranges(58)),
     ]  # fmt: skip
-    view = Image.empty("c").published.mutated([
+    view = mutated(Image.empty("c").published, [
         Mutation(key=table_info_key(57), op=MutationOp.PUT, value=t1),
         Mutation(key=table_name_key("c", "test", "t1"), op=MutationOp.PUT,
                  value=TableNameValue(table_id=57)),
