@@ -35,6 +35,7 @@ from projector.audit.envelopes import INTENTS, skim_batch
 from projector.audit.history import TableHistory, begin, follow
 from projector.audit.lineage import Lineage, QualifiedName, Step
 from projector.audit.raw import Head, NotAnEvent, head, long_at, string_at, zigzag
+from projector.heap import collector_paused
 
 EPOCH_INTENTS = frozenset({"EpochAssigned", "StableEpochAdvanced"})
 """The events that give changes their epoch and their release; they name no table."""
@@ -147,6 +148,16 @@ def table_history_batches(
     Raises:
         ReplayError: No table in the log had that name or id.
     """
+    with collector_paused():  # the records and their envelopes: no cycles (`projector.heap`)
+        return _history_of_batches(catalog, batches, name, table_id)
+
+
+def _history_of_batches(
+    catalog: str,
+    batches: Iterable[Sequence[bytes]],
+    name: QualifiedName | None,
+    table_id: int | None,
+) -> TableHistory:
     lineage = Lineage()
     envelopes: list[bytes] = []  # each record's `tables` array as bytes (empty: not an event)
     epochs: list[int] = []

@@ -16,6 +16,7 @@ from events.event import Event
 from projector.errors import ReplayError
 from projector.fold.apply import Folding
 from projector.fold.image import Image
+from projector.heap import collector_paused
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +99,13 @@ def replay_until(
             f"{image.resource_version}: start from an older snapshot or the empty log"
         )
     folding = Folding(image)
-    for event in events:
-        if seen is not None:
-            seen(event)
-        if event.resource_version <= folding.resource_version:
-            continue
-        if point.passed_by(event):
-            break
-        folding.apply(event)
-    return folding.image()
+    with collector_paused():  # the image is acyclic (`projector.heap`)
+        for event in events:
+            if seen is not None:
+                seen(event)
+            if event.resource_version <= folding.resource_version:
+                continue
+            if point.passed_by(event):
+                break
+            folding.apply(event)
+        return folding.image()

@@ -19,13 +19,10 @@ refused as such).
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +35,7 @@ from immutables import Map
 from events.errors import DecodeError
 from projector.errors import SnapshotError
 from projector.fold.image import Image
+from projector.heap import collector_paused
 from projector.snapshot.arrow import system_allocator
 from projector.snapshot.columns import image_batches
 from projector.snapshot.layout import FORMAT, SCHEMA
@@ -92,7 +90,7 @@ def write_snapshot(directory: Path, image: Image, position: Position, keep: int 
     path = folder / f"{image.resource_version:020d}.parquet"
     tmp = path.with_suffix(f".parquet.tmp{os.getpid()}")
     schema = SCHEMA.with_metadata({_META_KEY: json.dumps(_meta(image, position)).encode()})
-    with _collector_paused(), pq.ParquetWriter(tmp, schema, compression="zstd") as out:
+    with collector_paused(), pq.ParquetWriter(tmp, schema, compression="zstd") as out:
         for batch in image_batches(image):
             out.write_batch(batch)
     digest = _sha256(tmp)
@@ -132,7 +130,7 @@ def _read(path: Path) -> tuple[Image, Position]:
             "metalog version): skipped; delete it once a newer snapshot exists"
         )
     try:
-        with _collector_paused():
+        with collector_paused():
             return _load(parquet, meta)
     except SnapshotError as exc:
         raise SnapshotError(f"{path}: does not load ({exc})") from exc
@@ -283,25 +281,6 @@ def _meta(image: Image, position: Position) -> dict[str, Any]:
         "published_is_head": image.published is image.head,
         "position": [position.topic, position.partition, position.next_offset],
     }
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic GC while many acyclic objects are built or listed.
-
-    With GC on, each generation-2 pass walks the whole heap (the image is
-    most of it), and bulk allocation triggers many: a write of 1M tables
-    took 127 s with GC on and 31 s paused (same load, BENCHMARKS.md). The
-    pause is process-wide but bounded by the write or load. Whether the
-    image is then kept out of later passes is the follower's `freeze_gc`.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _load(parquet: pq.ParquetFile, meta: dict[str, Any]) -> tuple[Image, Position]:
