@@ -16,7 +16,6 @@ Run (in a child process; ~4 min for 1M creates):
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import time
 import uuid
@@ -30,18 +29,14 @@ from events.codec import decode_event
 from events.topics import Topics
 from projector.fold.apply import replay
 from projector.fold.image import Image
+from projector.heap import collector_paused
 from projector.snapshot.store import Position, write_snapshot
 
 
 def replayed_image(records: Iterable[bytes], image: Image | None = None) -> Image:
     """The fold of encoded events, decoded one by one (the cyclic GC paused: all acyclic)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return replay(image or Image.empty(CATALOG), map(decode_event, records))
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def log_snapshot(bootstrap: str, topics: Topics, events: int, snapshots: Path) -> Path:

@@ -30,6 +30,7 @@ from typing import Any
 from bench.workload import GROW_SCHEMAS, Workload
 from producers.sql.translate import Read, Settings, translate
 from projector.fold.image import Image
+from projector.heap import collector_paused
 from projector.query.engine import Engine
 from projector.snapshot.store import Position, list_snapshots, read_snapshot, write_snapshot
 
@@ -61,15 +62,12 @@ def snapshot(directory: Path, tables: int, seed: int = 5) -> tuple[Path, float]:
     if found:
         return found[0], 0.0
     start = time.perf_counter()
-    gc.disable()  # the image is acyclic: the collector only rescans it (BENCHMARKS.md)
-    try:
+    with collector_paused():  # the image is acyclic: the collector only rescans it
         work = Workload([CATALOG], seed, keep_log=False)
         for _ in work.grow(CATALOG, tables, tables + tables // 5):
             pass
         image = work.catalogs[CATALOG].image
         path = write_snapshot(folder, image, Position("bench", 0, image.resource_version))
-    finally:
-        gc.enable()
     return path, time.perf_counter() - start
 
 
