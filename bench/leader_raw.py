@@ -89,6 +89,7 @@ class RawCommitter:
         self._stop.set()
         self._thread.join(timeout=30.0)
         self._producer.flush(5.0)
+        self._producer.close()  # not left to reconnect once the bench stops the broker
 
     def command(self, timeout: float = 10.0) -> None:
         """One "command": wait until its event and reply are committed."""
@@ -204,6 +205,8 @@ class RawRoundTrip:
             thread.join(timeout=30.0)
         self._commands.flush(5.0)
         self._producer.flush(5.0)
+        self._commands.close()  # not left to reconnect once the bench stops the broker
+        self._producer.close()
         self._command_reader.close()
         self._reply_reader.close()
 
