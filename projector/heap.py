@@ -3,8 +3,8 @@
 An image is hundreds of thousands of acyclic objects (maps, tuples, models).
 With the collector on, each generation-2 pass walks the whole heap, and bulk
 allocation triggers many: a snapshot write of 1M tables took 127 s with it on
-and 31 s paused; a replay of 200,000 events runs at 16,000 events/s with it on
-and 22,000 paused (BENCHMARKS.md). The pause is process-wide but bounded by
+and 31 s paused; a replay of 200,000 events runs at 15,000 to 18,000 events/s with it on
+and 19,000 to 22,000 paused (BENCHMARKS.md). The pause is process-wide but bounded by
 the work. Whether an image is then kept out of later passes is the follower's
 `freeze_gc`.
 """

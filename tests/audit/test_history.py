@@ -99,7 +99,7 @@ def test_a_time_point_stops_after_the_last_event_at_or_before_it() -> None:
 
 
 def test_a_replay_pauses_the_cycle_collector_and_leaves_it_as_it_found_it() -> None:
-    """The image is acyclic: a replay runs with the collector off (a third faster at 100k
+    """The image is acyclic: a replay runs with the collector off (a quarter faster at 100k
     tables), and turns it back on only if it was on, even when an event does not fit."""
     events = lifecycle().events
     during: list[bool] = []
