@@ -16,7 +16,7 @@ def test_what_the_block_built_goes_to_the_oldest_generation_at_once() -> None:
         assert not gc.isenabled()
         kept = _built()
         assert gc.get_count()[0] > gc.get_threshold()[0]  # a young pass would be due
-    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert gc.isenabled()
     # In the oldest generation at once: no young pass walked it on its way there.
     assert any(o is kept for o in gc.get_objects(generation=2))
     assert not any(o is kept for o in gc.get_objects(generation=1))
@@ -27,11 +27,12 @@ def test_objects_the_process_froze_stay_frozen() -> None:
     mine = _built()
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
         with collector_paused():
             kept = _built()
-        assert gc.get_freeze_count() == frozen  # nothing handed back to the collector
-        assert gc.isenabled() and len(kept) == len(mine)
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+        # Still out of every generation the collector walks: nothing was handed back.
+        assert not any(o is mine for o in gc.get_objects())
+        assert any(o is kept for o in gc.get_objects())
     finally:
         gc.unfreeze()
 
