@@ -26,9 +26,9 @@ stopped at the end; prints one JSON document). Phases, in one run:
   full decode (`table_history` over every event decoded, the old path), whose
   result must be the same.
 
-The product's calls are timed as users run them: the replay pauses the cycle
-collector itself (`projector.heap`), the history leaves it on; only the
-references (the decode, the raw consume, the old path) run with it off.
+The product's calls are timed as users run them: the replay and the history
+pause the cycle collector themselves (`projector.heap`); the references (the
+decode, the raw consume, the old path) run inside the same pause.
 
 `--history-only` skips the replay phases (for a bigger log in minutes);
 `--no-full-decode` skips the old path's figure (at 1M events its decoded log
@@ -42,7 +42,6 @@ later run with the same sizes reuses the log instead of building it again.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import statistics
@@ -67,6 +66,7 @@ from metalog import stack
 from metalog.cli_history import history_of
 from metalog.stack_config import StackConfig
 from projector.audit.history import table_history
+from projector.heap import collector_paused
 from projector.kafka.clients import new_consumer, next_batch
 from projector.kafka.topics import create_metalog_topics
 from projector.replay.asof import replay_as_of
@@ -108,27 +108,25 @@ def _history(bootstrap: str, topics: Topics, table: str, count: int,
              full_decode: bool = True) -> dict[str, Any]:  # fmt: skip
     """One table's history: raw consume, the filtered history, the full decode; figures."""
     out: dict[str, Any] = {}
-    gc.disable()
-    started = time.perf_counter()
-    records = list(chain.from_iterable(LogReader(bootstrap, topics, CATALOG).raw_batches()))
-    consume_s = time.perf_counter() - started
-    gc.enable()
+    with collector_paused():
+        started = time.perf_counter()
+        records = list(chain.from_iterable(LogReader(bootstrap, topics, CATALOG).raw_batches()))
+        consume_s = time.perf_counter() - started
     assert len(records) == count
     del records
     out["raw_consume_events_per_s"] = round(count / consume_s)
-    started = time.perf_counter()  # the product as users run it (the collector as it leaves it)
+    started = time.perf_counter()  # the collector paused by the history itself
     history = history_of(bootstrap, topics, CATALOG, table, None)
     out["history_s"] = round(time.perf_counter() - started, 2)
     out["history_changes"] = len(history.changes)
     if not full_decode:
         return out
     schema, _, rest = table.partition(".")
-    gc.disable()
-    started = time.perf_counter()
-    full = table_history(CATALOG, list(LogReader(bootstrap, topics, CATALOG).events()),
-                         (schema, rest))  # fmt: skip
-    out["history_full_decode_s"] = round(time.perf_counter() - started, 2)
-    gc.enable()
+    with collector_paused():
+        started = time.perf_counter()
+        full = table_history(CATALOG, list(LogReader(bootstrap, topics, CATALOG).events()),
+                             (schema, rest))  # fmt: skip
+        out["history_full_decode_s"] = round(time.perf_counter() - started, 2)
     assert full.document() == history.document()
     return out
 
@@ -156,13 +154,11 @@ def built_log(bootstrap: str, tables: int, events: int,
 
 def _decode_s(records: list[bytes]) -> float:
     """Seconds `decode_event` takes over the records (collector off, results dropped)."""
-    gc.disable()
-    started = time.perf_counter()
-    for record in records:
-        decode_event(record)
-    elapsed = time.perf_counter() - started
-    gc.enable()
-    return elapsed
+    with collector_paused():
+        started = time.perf_counter()
+        for record in records:
+            decode_event(record)
+        return time.perf_counter() - started
 
 
 def run(bootstrap: str, tables: int, events: int, history_only: bool = False,

@@ -62,6 +62,7 @@ class CatalogDiff:
         }  # fmt: skip
 
 
+@collector_paused()  # what it builds is acyclic (`projector.heap`)
 def catalog_diff(start: Image, events: Iterable[Event], to: Point) -> tuple[CatalogDiff, Image]:
     """The diff from `start` to the point `to`, and the image there.
 
@@ -77,31 +78,30 @@ def catalog_diff(start: Image, events: Iterable[Event], to: Point) -> tuple[Cata
     written: dict[str, None] = {}
     group: dict[int, int] = {}
     statements: dict[int, list[str]] = {}
-    with collector_paused():  # many images in a row, all acyclic (`projector.heap`)
-        for event in events:
-            if event.resource_version <= image.resource_version:
-                continue
-            if to.passed_by(event):
-                break
-            before = image.head
-            image = apply(image, event)
-            if not event.is_change:
-                continue
-            for mutation in event.mutations:
-                written[mutation.key] = None
-            intent = event.intent
-            table = getattr(intent, "table_id", None)
-            if table is None:
-                continue
-            owner = group.setdefault(table, table)
-            statement = ddl(intent, _namer(before))
-            statements.setdefault(owner, []).append(statement)
-            if isinstance(intent, TableTruncated):
-                group[intent.new_table_id] = owner
-            elif isinstance(intent, PartitionExchanged):
-                other = group.setdefault(intent.other_table_id, intent.other_table_id)
-                statements.setdefault(other, []).append(statement)
-                group[intent.partition_id] = other
+    for event in events:
+        if event.resource_version <= image.resource_version:
+            continue
+        if to.passed_by(event):
+            break
+        before = image.head
+        image = apply(image, event)
+        if not event.is_change:
+            continue
+        for mutation in event.mutations:
+            written[mutation.key] = None
+        intent = event.intent
+        table = getattr(intent, "table_id", None)
+        if table is None:
+            continue
+        owner = group.setdefault(table, table)
+        statement = ddl(intent, _namer(before))
+        statements.setdefault(owner, []).append(statement)
+        if isinstance(intent, TableTruncated):
+            group[intent.new_table_id] = owner
+        elif isinstance(intent, PartitionExchanged):
+            other = group.setdefault(intent.other_table_id, intent.other_table_id)
+            statements.setdefault(other, []).append(statement)
+            group[intent.partition_id] = other
     diff = CatalogDiff(start.catalog, start.resource_version, image.resource_version)
     for key in sorted(written):
         change = compare(key, start.head.get(key), image.head.get(key))

@@ -136,6 +136,7 @@ def table_history_raw(
     return table_history_batches(catalog, batches, name, table_id)
 
 
+@collector_paused()  # what it builds is acyclic (`projector.heap`)
 def table_history_batches(
     catalog: str,
     batches: Iterable[Sequence[bytes]],
@@ -148,16 +149,6 @@ def table_history_batches(
     Raises:
         ReplayError: No table in the log had that name or id.
     """
-    with collector_paused():  # the records and their envelopes: no cycles (`projector.heap`)
-        return _history_of_batches(catalog, batches, name, table_id)
-
-
-def _history_of_batches(
-    catalog: str,
-    batches: Iterable[Sequence[bytes]],
-    name: QualifiedName | None,
-    table_id: int | None,
-) -> TableHistory:
     lineage = Lineage()
     envelopes: list[bytes] = []  # each record's `tables` array as bytes (empty: not an event)
     epochs: list[int] = []

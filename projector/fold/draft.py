@@ -1,8 +1,6 @@
 """A draft: a view being changed, its writes kept in a dict and built into a new `View` once.
 
-The fold writes a run of events to one draft (`projector.fold.apply.Folding`);
-`mutated` writes one batch of mutations (what the publication of pending
-changes does).
+`Folding` writes a run of events to one; `mutated` one batch of mutations.
 """
 
 from collections.abc import Iterable

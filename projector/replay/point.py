@@ -68,6 +68,7 @@ def parse_point(text: str) -> Point:
     return Point(time=moment if moment.tzinfo else moment.replace(tzinfo=UTC))
 
 
+@collector_paused()  # what it builds is acyclic (`projector.heap`)
 def replay_until(
     image: Image,
     events: Iterable[Event],
@@ -99,13 +100,12 @@ def replay_until(
             f"{image.resource_version}: start from an older snapshot or the empty log"
         )
     folding = Folding(image)
-    with collector_paused():  # the image is acyclic (`projector.heap`)
-        for event in events:
-            if seen is not None:
-                seen(event)
-            if event.resource_version <= folding.resource_version:
-                continue
-            if point.passed_by(event):
-                break
-            folding.apply(event)
-        return folding.image()
+    for event in events:
+        if seen is not None:
+            seen(event)
+        if event.resource_version <= folding.resource_version:
+            continue
+        if point.passed_by(event):
+            break
+        folding.apply(event)
+    return folding.image()

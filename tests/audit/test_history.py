@@ -116,4 +116,5 @@ def test_a_replay_pauses_the_cycle_collector_and_leaves_it_as_it_found_it() -> N
     with pytest.raises(ApplyError):  # the fourth event left out: a gap
         replay_until(Image.empty(CATALOG), [*events[:3], *events[4:]], END)
     assert gc.isenabled()
-    assert catalog_diff(Image.empty(CATALOG), events, END) and gc.isenabled()
+    catalog_diff(Image.empty(CATALOG), events, END)
+    assert gc.isenabled()
