@@ -25,6 +25,7 @@ from confluent_kafka import TopicPartition as KafkaPartition
 from projector.audit.consume import Span, batches
 from projector.audit.faults import Report
 from projector.audit.verify import Verifier
+from projector.heap import collector_paused
 from projector.kafka.child import start_child
 from projector.kafka.clients import decided_ends, new_consumer, partition_count, watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
@@ -151,6 +152,7 @@ def verify_records(records: Iterable[Record], verifier: Verifier, batch: int = 1
     return verify_batches(batched(records, batch), verifier)
 
 
+@collector_paused()  # the fold's image is acyclic (`projector.heap`)
 def verify_batches(batches: Iterable[Batch], verifier: Verifier) -> Report:
     """Feed `batches` (partition by partition, see `Batch`) to `verifier`, a batch a call.
 

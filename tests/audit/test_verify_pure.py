@@ -1,6 +1,7 @@
 """The verifier on in-memory logs: a clean log passes; each tampering is named, kind and record."""
 
-from collections.abc import Sequence
+import gc
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -212,3 +213,37 @@ def test_the_fast_path_over_batches_names_what_the_checks_one_by_one_name(log: l
     report = verify_records(records, fast, batch=4)  # faults at every place in a batch
     assert report.fault == exact.fault
     assert report.fault is not None or report.records == exact.records == len(log)
+
+
+_ALTERED = [i for i, e in enumerate(events(LOG)) if isinstance(e.intent, TableAltered)]
+
+
+@pytest.mark.parametrize("at", _ALTERED)
+def test_an_event_the_fold_refuses_is_named_at_its_offset_from_any_place_in_a_batch(
+    at: int,
+) -> None:
+    log = events(LOG)
+    requirement = KeyAtVersion(key=log[at].requirements[0].key, version=99)
+    changed = log[at].model_copy(update={"requirements": (requirement,)})
+    rewritten = rechain([*log[:at], changed, *log[at + 1 :]])
+    records = ((0, offset, record, matches(record)) for offset, record in enumerate(rewritten))
+    report = verify_records(records, Verifier(fold=True), batch=4)  # the batch path
+    assert report.fault is not None
+    assert (report.fault.kind, report.fault.offset) == ("modified", at)
+    assert report.fault.resource_version == log[at].resource_version
+    assert "does not fit" in report.fault.reason
+    assert report.records == at + 1  # the records read up to it, the refused one too
+
+
+def test_a_verify_pauses_the_cycle_collector_and_turns_it_back_on() -> None:
+    """The fold's image is acyclic: a verify runs with the collector off, then on again."""
+    during: list[bool] = []
+
+    def records() -> Iterator[tuple[int, int, bytes, bool]]:
+        for offset, record in enumerate(LOG):
+            during.append(gc.isenabled())
+            yield 0, offset, record, matches(record)
+
+    assert gc.isenabled()
+    assert verify_records(records(), Verifier(public_key=KEY.public_key())).fault is None
+    assert during and not any(during) and gc.isenabled()
