@@ -18,7 +18,13 @@ from immutables import Map
 
 from events.changes import KeyAtVersion, Requirement, ValueEquals
 from events.event import Event
-from events.intents import CHANGE_INTENTS, LeaderElected
+from events.intents import (
+    CHANGE_INTENTS,
+    CheckpointSigned,
+    LeaderElected,
+    LeaderResigned,
+    Reloaded,
+)
 from events.values import TableInfoValue
 from projector.errors import Divergence, SequenceGap, StaleLeader
 from projector.fold.control import CONTROL_HANDLERS, Changes
@@ -86,10 +92,11 @@ class Folding:
 
     A run of change events in auto mode is written to one `Draft` of the head, whose
     view is built once for the run instead of once per event (from an empty image, the
-    draft's dict of writes becomes the view's cold layer: `layered.WrittenValues`); any
-    other event (or explicit mode) finishes the draft first and goes through `apply`. The checks are
-    `apply`'s own, and `image()` is the image `apply` would have given after the same
-    events.
+    draft's dict of writes becomes the view's cold layer: `layered.WrittenValues`). A
+    control event that reads and changes no view (an election, a checkpoint: `_VIEWLESS`)
+    is applied within the run; any other event (or explicit mode) finishes the draft first
+    and goes through `apply`. The checks are `apply`'s own, and `image()` is the image
+    `apply` would have given after the same events.
 
     Args:
         image: The image to start from (never changed).
@@ -107,12 +114,21 @@ class Folding:
     def apply(self, event: Event) -> None:
         """Apply the next event; raises as `apply` does (the folding is then spent)."""
         image = self._image
-        if type(event.intent) not in _CHANGE_TYPES or image.publish_mode != "auto":
+        kind = type(event.intent)
+        if image.publish_mode != "auto" or (
+            kind not in _CHANGE_TYPES and (kind not in _VIEWLESS or self._draft is None)
+        ):
             self._image = apply(self.image(), event)
             return
         if event.resource_version <= image.resource_version:
             return  # a duplicate (`classify`)
         _check_envelope(image, event)
+        if kind in _VIEWLESS:  # the run goes on across it (`image` is the run's copy)
+            fields = vars(image)
+            fields.update(_fold(event.intent, image, event))
+            fields["resource_version"] = event.resource_version
+            fields["last_hash"] = event.hash
+            return
         draft = self._draft
         if draft is None:
             draft = self._draft = Draft(image.head, settle=True)
@@ -249,6 +265,10 @@ for _kind in CHANGE_INTENTS:
     _fold.register(_kind, _apply_change)
 _CHANGE_TYPES = frozenset(CHANGE_INTENTS)
 """The intents `_apply_change` folds (a subclass of one takes `apply`'s path: the same)."""
+
+_VIEWLESS = frozenset({LeaderElected, LeaderResigned, CheckpointSigned, Reloaded})
+"""The control intents whose handlers read and change no view: `Folding` keeps a run of
+changes open across them (a signed log has a checkpoint every 1,000 events or so)."""
 
 
 for _handler in CONTROL_HANDLERS:

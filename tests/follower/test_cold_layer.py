@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from events.changes import Mutation, MutationOp
+from events.checkpoint import Signer
+from events.intents import CHANGE_INTENTS, CheckpointSigned, LeaderElected
 from events.values import TableInfoValue, TableNameValue
+from producers.leader.local import CheckpointSchedule, LocalCatalog
 from projector.errors import SnapshotError
 from projector.fold.apply import apply, replay
 from projector.fold.draft import mutated
@@ -20,6 +24,7 @@ from projector.fold.view import View
 from projector.snapshot.cold import ColdValues
 from projector.snapshot.layout import DATANODE_TABLE, NAME
 from projector.snapshot.store import Position, read_snapshot, write_snapshot
+from tests.domain.builders import stamps
 from tests.follower.workload import CATALOG, random_log
 
 POSITION = Position("t.events", 0, 7)
@@ -149,6 +154,26 @@ def test_a_loaded_then_changed_image_writes_every_key(tmp_path: Path) -> None:
     written, _ = read_snapshot(write_snapshot(tmp_path / "b", changed, POSITION))
     assert written == catalog.image == replay(Image.empty(CATALOG), catalog.events)
     assert not written.head.values.changes and len(written.head) == len(catalog.image.head)
+
+
+def test_a_replay_keeps_its_run_of_writes_across_checkpoints_and_elections() -> None:
+    """A signed log has a checkpoint every N events: the replay applies each, and each
+    election, within the run of changes around it, so the writes settle into one dict."""
+    signing = LocalCatalog(CATALOG, stamps(), leader_id="node-1", checkpoints=CheckpointSchedule(
+        Signer(Ed25519PrivateKey.from_private_bytes(bytes(range(32)))), events=4))  # fmt: skip
+    signing.elect("node-1")
+    random_log(30, seed=5, catalog=signing)
+    signing.elect("node-2")
+    events = random_log(30, seed=6, catalog=signing).events
+    kinds = [type(event.intent) for event in events]
+    amid = [at for at, kind in enumerate(kinds) if kind in (CheckpointSigned, LeaderElected)
+            and kinds[at - 1] in CHANGE_INTENTS]  # fmt: skip
+    assert len(amid) > 5 and LeaderElected in {kinds[at] for at in amid}
+    replayed = replay(Image.empty(CATALOG), events)
+    assert replayed == reduce(apply, events, Image.empty(CATALOG))
+    assert replayed.leader_epoch == 2
+    assert isinstance(replayed.head.values.cold, WrittenValues)
+    assert len(replayed.head.values.changes) == 0  # one run: nothing built on top
 
 
 def test_a_replays_dict_of_writes_reads_as_the_view_applied_event_by_event() -> None:
