@@ -30,6 +30,12 @@ The product's calls are timed as users run them: the replay and the history
 pause the cycle collector themselves (`projector.heap`); the references (the
 decode, the raw consume, the old path) run inside the same pause.
 
+With `--spark`, the same log is then replayed by the Spark batch job
+(`streaming.replay.replay_job`, `local[2]`, to the same point), its figure
+beside the Python replay's: the session's start, then the job (read, decode,
+the as-of tables written to Delta), checked against the Python image's key
+count.
+
 `--history-only` skips the replay phases (for a bigger log in minutes);
 `--no-full-decode` skips the old path's figure (at 1M events its decoded log
 would not fit in memory comfortably). The log is generated, encoded and
@@ -161,9 +167,32 @@ def _decode_s(records: list[bytes]) -> float:
         return time.perf_counter() - started
 
 
+def _spark_replay(bootstrap: str, topics: Topics, count: int, keys: int) -> dict[str, Any]:
+    """The Spark batch replay of the same log to the same point; its figures."""
+    from metalog.spark_session import spark_session  # a JVM: only with --spark
+    from streaming.replay import SparkPoint, replay_job
+
+    started = time.perf_counter()
+    spark = spark_session(app_name="metalog-bench-replay")
+    out: dict[str, Any] = {"spark_start_s": round(time.perf_counter() - started, 1)}
+    try:
+        with tempfile.TemporaryDirectory(prefix="metalog-bench-replay-spark-") as tables:
+            started = time.perf_counter()
+            written = replay_job(spark, bootstrap, topics.events, tables,
+                                 SparkPoint(resource_version=count))  # fmt: skip
+            out["spark_replay_s"] = round(time.perf_counter() - started, 1)
+            state = spark.read.format("delta").load(written["asof_catalog"]).collect()
+            assert [(r.catalog, r.resource_version) for r in state] == [(CATALOG, count)]
+            head = spark.read.format("delta").load(written["asof_head"]).count()
+            assert head == keys, f"Spark's head holds {head} keys, Python's {keys}"
+    finally:
+        spark.stop()
+    return out
+
+
 def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
         full_decode: bool = True, kept: Path | None = None,
-        rounds: int = 3) -> dict[str, Any]:  # fmt: skip
+        rounds: int = 3, spark: bool = False) -> dict[str, Any]:  # fmt: skip
     """Every phase on one broker (the log reused from `kept` if built there); figures."""
     load_before = os.getloadavg()
     topics, count, name_of, log_s = built_log(bootstrap, tables, events, kept)
@@ -182,6 +211,7 @@ def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
         image = replay_as_of(bootstrap, topics, CATALOG, Point(resource_version=count))
         replays.append(time.perf_counter() - started)
         assert image.resource_version == count
+        keys = len(image.head)
         del image
     del records
     out["raw_decode_events_per_s"] = [round(count / s) for s in decodes]
@@ -189,6 +219,9 @@ def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
     pairs = zip(decodes, replays, strict=True)
     out["replay_vs_decode_per_round"] = [round(d / r, 2) for d, r in pairs]
     out["replay_vs_decode"] = round(statistics.median(decodes) / statistics.median(replays), 2)
+    if spark:
+        out.update(_spark_replay(bootstrap, topics, count, keys))
+        out["spark_vs_python_s"] = round(out["spark_replay_s"] / statistics.median(replays), 1)
     point = count - min(100, count // 10)  # near the end; on a small log, closer to it
     below = point - min(1000, point // 2)  # the snapshot, below the point
     with tempfile.TemporaryDirectory(prefix="metalog-bench-replay-") as snaps:
@@ -218,6 +251,8 @@ def main() -> None:
                         help="skip the history over every event decoded (the old path)")
     parser.add_argument("--rounds", type=int, default=3,
                         help="raw decode and whole-log replay, taking turns this many times")
+    parser.add_argument("--spark", action="store_true",
+                        help="also replay the log with the Spark batch job (streaming.replay)")
     parser.add_argument("--state-dir", type=Path, default=None,
                         help="keep the broker's data and the built logs here, and reuse them")
     args = parser.parse_args()
@@ -231,7 +266,8 @@ def main() -> None:
         stack.up(config)
         try:
             print(json.dumps(run(config.bootstrap, args.tables, args.events, args.history_only,
-                                 not args.no_full_decode, args.state_dir, args.rounds)))
+                                 not args.no_full_decode, args.state_dir, args.rounds,
+                                 args.spark)))
         finally:
             stack.down(config)
 
