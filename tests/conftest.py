@@ -4,6 +4,10 @@ Tiers: unmarked tests are pure; ``integration`` tests use ``kafka``; ``spark``
 tests use ``spark``. Set ``METALOG_BOOTSTRAP`` to run against an existing cluster.
 """
 
+import gc
+from collections.abc import Iterator
+
+import pytest
 from hypothesis import HealthCheck, settings
 
 pytest_plugins = [
@@ -18,3 +22,13 @@ pytest_plugins = [
 # behaviour. Properties bound their work with `max_examples` instead.
 settings.register_profile("metalog", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("metalog")
+
+
+@pytest.fixture(autouse=True)
+def _unfrozen_heap() -> Iterator[None]:
+    """Every test starts with nothing frozen: a CLI command run in-process freezes the
+    heap (`metalog.cli_follow`, as its own process would), and the collector's tests
+    read what is frozen."""
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()
