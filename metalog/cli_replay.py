@@ -4,61 +4,39 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import time
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from events.event import Event
 from events.topics import Topics
 from metalog.cli_args import add_cluster_options, security
 from metalog.cli_follow import DEFAULT_SNAPSHOTS, render
 from metalog.cli_json import add_json_flag, image_document, print_json
+from metalog.progress import LongProgress
 from projector.fold.image import Image
 from projector.replay.asof import replay_as_of
 from projector.replay.point import parse_point
 from projector.replay.source import LogReader
 
-LONG_S = 2.0
-"""A replay still running after this long shows its progress bar (on a terminal)."""
-
 
 class ReplayProgress:
-    """A rich progress bar on stderr, with events/s, shown once a replay runs `LONG_S`."""
+    """The replay's `LongProgress`: told of every event, it draws every 1,000."""
 
     def __init__(self, console: Console) -> None:
-        self._console = console
-        self._started = time.monotonic()
         self._events = 0
-        self._bar: Progress | None = None
-        self._task: TaskID | None = None
+        self._bar = LongProgress(console, "replaying", "events")
 
     def __call__(self, reader: LogReader, event: Event) -> None:
-        """Count one event; draw the bar every 1000 events once the replay is long."""
+        """Count one event; update the bar every 1000 events."""
         self._events += 1
-        if self._events % 1000:
-            return
-        elapsed = time.monotonic() - self._started
-        if self._bar is None:
-            if elapsed < LONG_S or not self._console.is_terminal:
-                return
-            self._bar = Progress(
-                TextColumn("replaying"), BarColumn(), TextColumn("{task.completed:,} records"),
-                TextColumn("{task.fields[rate]:,.0f} events/s"), TimeElapsedColumn(),
-                console=self._console, transient=True,
-            )  # fmt: skip
-            self._bar.start()
-            self._task = self._bar.add_task("replay", total=reader.records, rate=0.0)
-        assert self._task is not None
-        self._bar.update(self._task, completed=reader.offset + 1 - reader.start,
-                         rate=self._events / elapsed)  # fmt: skip
+        if self._events % 1000 == 0:
+            self._bar.update(self._events, reader.offset + 1 - reader.start, reader.records)
 
     def close(self) -> None:
         """Remove the bar."""
-        if self._bar is not None:
-            self._bar.stop()
+        self._bar.close()
 
 
 def image_at(args: argparse.Namespace) -> Image:

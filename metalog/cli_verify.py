@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
+from rich.console import Console
 
 from events.checkpoint import Checkpoint, parse_note, render_time
 from events.topics import Topics
@@ -19,6 +20,7 @@ from metalog.cli_args import add_cluster_options, security
 from metalog.cli_json import add_json_flag, print_json
 from metalog.errors import AuditError
 from metalog.keys import KeyFileError, load_public_key, public_pem, read_public_key
+from metalog.progress import LongProgress
 from producers.kafka.errors import kafka_error
 from projector.audit.bundle import Bundle, write_bundle
 from projector.audit.faults import AuditFailed, Fault, Report
@@ -66,13 +68,24 @@ def _kept(args: argparse.Namespace) -> Checkpoint | None:
 
 
 def _run(args: argparse.Namespace, verifier: Verifier) -> tuple[Report, float]:
-    batches = _batches(args)
+    progress = LongProgress(Console(stderr=True), "verifying", "records")
     started = time.perf_counter()
     try:
-        report = verify_batches(batches, verifier)
+        report = verify_batches(_shown(_batches(args), progress), verifier)
     except KafkaException as exc:
         raise kafka_error(exc, args.bootstrap) from exc
+    finally:
+        progress.close()
     return report, time.perf_counter() - started
+
+
+def _shown(batches: Iterator[Batch], progress: LongProgress) -> Iterator[Batch]:
+    """The batches, each counted on `progress` as it is taken."""
+    records = 0
+    for batch in batches:
+        yield batch
+        records += len(batch[2])
+        progress.update(records)
 
 
 def _fault_document(fault: Fault | None) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""The replay's progress bar: events/s on stderr, only on a terminal and once a replay is long."""
+"""Progress bars of long commands: a rate on stderr, on a terminal, once the work is long."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import pytest
 from rich.console import Console
 
 from events.topics import Topics
-from metalog import cli_replay
+from metalog import progress as long_work
 from metalog.cli_replay import ReplayProgress
+from metalog.cli_verify import _shown
+from metalog.progress import LongProgress
 from projector.replay.source import LogReader
 from tests.audit.scripted import lifecycle
 
@@ -27,18 +29,31 @@ def _drive(console: Console) -> None:
 def test_a_long_replay_on_a_terminal_shows_events_per_second(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(cli_replay, "LONG_S", 0.0)
+    monkeypatch.setattr(long_work, "LONG_S", 0.0)
     out = io.StringIO()
     _drive(Console(file=out, force_terminal=True, width=120))
     assert "events/s" in out.getvalue() and "replaying" in out.getvalue()
 
 
 def test_no_bar_off_a_terminal_or_on_a_short_replay(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cli_replay, "LONG_S", 0.0)
+    monkeypatch.setattr(long_work, "LONG_S", 0.0)
     piped = io.StringIO()
     _drive(Console(file=piped, force_terminal=False))
     assert piped.getvalue() == ""
-    monkeypatch.setattr(cli_replay, "LONG_S", 3600.0)
+    monkeypatch.setattr(long_work, "LONG_S", 3600.0)
     terminal = io.StringIO()
     _drive(Console(file=terminal, force_terminal=True))
     assert terminal.getvalue() == ""
+
+
+def test_a_long_verify_on_a_terminal_shows_records_per_second_and_passes_every_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(long_work, "LONG_S", 0.0)
+    out = io.StringIO()
+    progress = LongProgress(Console(file=out, force_terminal=True, width=120), "verifying",
+                            "records")  # fmt: skip
+    batches = [(0, [o], [b"x"], b"\x00") for o in range(3)]
+    assert list(_shown(iter(batches), progress)) == batches
+    progress.close()
+    assert "verifying" in out.getvalue() and "records/s" in out.getvalue()
