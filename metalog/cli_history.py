@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ from events.topics import Topics
 from metalog.cli_args import security
 from metalog.cli_follow import DEFAULT_SNAPSHOTS
 from metalog.cli_json import add_json_flag, print_json
-from metalog.cli_replay import add_log_options
+from metalog.cli_replay import ReplayProgress, add_log_options
+from metalog.progress import LongProgress, counted
 from projector.audit.diff import catalog_diff
 from projector.audit.history import TableHistory
 from projector.audit.history_raw import table_history_batches
@@ -27,10 +29,11 @@ from projector.replay.source import LogReader
 
 def history_of(
     bootstrap: str, topics: Topics, catalog: str, table: str | None, table_id: int | None,
-    reader: KafkaSecurity = PLAINTEXT,
+    reader: KafkaSecurity = PLAINTEXT, progress: LongProgress | None = None,
 ) -> TableHistory:
     """The history of `table` (`SCHEMA.TABLE`) or of the table that had `table_id`, from the log
-    (read with the `reader` settings; only the events the history needs are decoded).
+    (read with the `reader` settings, each batch counted on `progress`; only the events the
+    history needs are decoded).
 
     Raises:
         ReplayError: The name is malformed, or no table had it.
@@ -41,15 +44,22 @@ def history_of(
         if not dot or not schema or not rest:
             raise ReplayError(f"`{table}` is not SCHEMA.TABLE: name the schema, e.g. public.orders")
         name = (schema, rest)
-    log = LogReader(bootstrap, topics, catalog, security=reader)
-    return table_history_batches(catalog, log.raw_batches(), name, table_id)
+    batches: Iterator[list[bytes]] = LogReader(bootstrap, topics, catalog,
+                                               security=reader).raw_batches()  # fmt: skip
+    if progress is not None:
+        batches = counted(batches, progress, len)
+    return table_history_batches(catalog, batches, name, table_id)
 
 
 def _history(args: argparse.Namespace) -> int:
     if (args.table is None) == (args.table_id is None):
         raise ReplayError("name the table: SCHEMA.TABLE or --table-id N (one of them)")
-    history = history_of(args.bootstrap, Topics(args.prefix), args.catalog, args.table,
-                         args.table_id, security(args, "follower"))  # fmt: skip
+    progress = LongProgress(Console(stderr=True), "reading", "records")
+    try:
+        history = history_of(args.bootstrap, Topics(args.prefix), args.catalog, args.table,
+                             args.table_id, security(args, "follower"), progress)  # fmt: skip
+    finally:
+        progress.close()
     if args.html:
         try:
             Path(args.html).write_text(history_page(history), encoding="utf-8")
@@ -75,10 +85,14 @@ def _history(args: argparse.Namespace) -> int:
 
 def _diff(args: argparse.Namespace) -> int:
     to = parse_point(args.to_point)
-    start, events = open_at(args.bootstrap, Topics(args.prefix), args.catalog,
-                            parse_point(args.from_point),
-                            Path(args.snapshot_dir) if args.snapshot_dir else None,
-                            security=security(args, "follower"))  # fmt: skip
+    progress = ReplayProgress(Console(stderr=True))  # the replay to --from, the long part
+    try:
+        start, events = open_at(args.bootstrap, Topics(args.prefix), args.catalog,
+                                parse_point(args.from_point),
+                                Path(args.snapshot_dir) if args.snapshot_dir else None,
+                                progress, security(args, "follower"))  # fmt: skip
+    finally:
+        progress.close()
     try:
         if to.resource_version is not None and to.resource_version < start.resource_version:
             raise ReplayError(f"--to {args.to_point} lies before --from {args.from_point}")

@@ -20,7 +20,7 @@ from metalog.cli_args import add_cluster_options, security
 from metalog.cli_json import add_json_flag, print_json
 from metalog.errors import AuditError
 from metalog.keys import KeyFileError, load_public_key, public_pem, read_public_key
-from metalog.progress import LongProgress
+from metalog.progress import LongProgress, counted
 from producers.kafka.errors import kafka_error
 from projector.audit.bundle import Bundle, write_bundle
 from projector.audit.faults import AuditFailed, Fault, Report
@@ -71,7 +71,7 @@ def _run(args: argparse.Namespace, verifier: Verifier) -> tuple[Report, float]:
     progress = LongProgress(Console(stderr=True), "verifying", "records")
     started = time.perf_counter()
     try:
-        report = verify_batches(_shown(_batches(args), progress), verifier)
+        report = verify_batches(counted(_batches(args), progress, _records), verifier)
     except KafkaException as exc:
         raise kafka_error(exc, args.bootstrap) from exc
     finally:
@@ -79,13 +79,8 @@ def _run(args: argparse.Namespace, verifier: Verifier) -> tuple[Report, float]:
     return report, time.perf_counter() - started
 
 
-def _shown(batches: Iterator[Batch], progress: LongProgress) -> Iterator[Batch]:
-    """The batches, each counted on `progress` as it is taken."""
-    records = 0
-    for batch in batches:
-        yield batch
-        records += len(batch[2])
-        progress.update(records)
+def _records(batch: Batch) -> int:
+    return len(batch[2])
 
 
 def _fault_document(fault: Fault | None) -> dict[str, Any] | None:

@@ -7,9 +7,13 @@ command prints nothing but its result.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+_Batch = TypeVar("_Batch")
 
 LONG_S = 2.0
 """Work still running after this long shows its progress bar (on a terminal)."""
@@ -54,3 +58,14 @@ class LongProgress:
         """Remove the bar."""
         if self._bar is not None:
             self._bar.stop()
+
+
+def counted(
+    batches: Iterable[_Batch], progress: LongProgress, size: Callable[[_Batch], int]
+) -> Iterator[_Batch]:
+    """The batches, each counted on `progress` (by `size`: its records) once it is taken."""
+    done = 0
+    for batch in batches:
+        yield batch
+        done += size(batch)
+        progress.update(done)

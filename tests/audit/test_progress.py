@@ -10,8 +10,7 @@ from rich.console import Console
 from events.topics import Topics
 from metalog import progress as long_work
 from metalog.cli_replay import ReplayProgress
-from metalog.cli_verify import _shown
-from metalog.progress import LongProgress
+from metalog.progress import LongProgress, counted
 from projector.replay.source import LogReader
 from tests.audit.scripted import lifecycle
 
@@ -46,7 +45,7 @@ def test_no_bar_off_a_terminal_or_on_a_short_replay(monkeypatch: pytest.MonkeyPa
     assert terminal.getvalue() == ""
 
 
-def test_a_long_verify_on_a_terminal_shows_records_per_second_and_passes_every_batch(
+def test_long_work_counted_by_batch_shows_records_per_second_and_passes_every_batch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(long_work, "LONG_S", 0.0)
@@ -54,6 +53,6 @@ def test_a_long_verify_on_a_terminal_shows_records_per_second_and_passes_every_b
     progress = LongProgress(Console(file=out, force_terminal=True, width=120), "verifying",
                             "records")  # fmt: skip
     batches = [(0, [o], [b"x"], b"\x00") for o in range(3)]
-    assert list(_shown(iter(batches), progress)) == batches
+    assert list(counted(iter(batches), progress, lambda batch: len(batch[2]))) == batches
     progress.close()
     assert "verifying" in out.getvalue() and "records/s" in out.getvalue()
