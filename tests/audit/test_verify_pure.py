@@ -208,11 +208,12 @@ def _tampered() -> list[list[bytes]]:
 @pytest.mark.parametrize("log", _tampered())
 def test_the_fast_path_over_batches_names_what_the_checks_one_by_one_name(log: list[bytes]) -> None:
     exact = verify(log)  # one record a call, every check step by step and the fold
-    fast = Verifier(public_key=KEY.public_key(), fold=False)
-    records = ((0, offset, record, matches(record)) for offset, record in enumerate(log))
-    report = verify_records(records, fast, batch=4)  # faults at every place in a batch
-    assert report.fault == exact.fault
-    assert report.fault is not None or report.records == exact.records == len(log)
+    for fold in (False, True):  # the fast path alone, and with the fold beside it
+        fast = Verifier(public_key=KEY.public_key(), fold=fold)
+        records = ((0, offset, record, matches(record)) for offset, record in enumerate(log))
+        report = verify_records(records, fast, batch=4)  # faults at every place in a batch
+        assert report.fault == exact.fault, fold
+        assert report.fault is not None or report.records == exact.records == len(log)
 
 
 _ALTERED = [i for i, e in enumerate(events(LOG)) if isinstance(e.intent, TableAltered)]
