@@ -12,7 +12,7 @@ applied resource version.
 from collections.abc import Hashable, Iterable
 from enum import Enum
 from functools import singledispatch
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from immutables import Map
 
@@ -29,7 +29,7 @@ from events.values import TableInfoValue
 from projector.errors import Divergence, SequenceGap, StaleLeader
 from projector.fold.control import CONTROL_HANDLERS, Changes
 from projector.fold.draft import Draft
-from projector.fold.image import Image, PendingChange, table_version
+from projector.fold.image import Image, PendingChange, PublishMode, table_version
 
 _K = TypeVar("_K", bound=Hashable)
 
@@ -45,7 +45,15 @@ class Delivery(Enum):
     """Events are missing before it: `apply` raises `SequenceGap`."""
 
 
-def classify(image: Image, event: Event) -> Delivery:
+class Positioned(Protocol):
+    """Where a fold stands: an `Image`, or a `Folding`."""
+
+    @property
+    def resource_version(self) -> int:
+        """The last applied event's."""
+
+
+def classify(image: Positioned, event: Event) -> Delivery:
     """How `apply` will treat `event` by its resource_version, without applying it."""
     expected = image.resource_version + 1
     if event.resource_version == expected:
@@ -111,8 +119,22 @@ class Folding:
         """The last applied event's."""
         return self._image.resource_version
 
+    @property
+    def publish_mode(self) -> PublishMode:
+        """The image's mode (a run of changes is in auto mode and never changes it)."""
+        return self._image.publish_mode
+
+    @property
+    def pending(self) -> Map[int, PendingChange]:
+        """The image's pending changes (none while a run is open: auto mode)."""
+        return self._image.pending
+
     def apply(self, event: Event) -> None:
-        """Apply the next event; raises as `apply` does (the folding is then spent)."""
+        """Apply the next event; raises as `apply` does.
+
+        After `StaleLeader` the folding goes on as before the event (it is raised before
+        anything is applied); after any other error it is spent.
+        """
         image = self._image
         kind = type(event.intent)
         if image.publish_mode != "auto" or (

@@ -9,12 +9,12 @@ refused (the caller dead-letters it), and a `Divergence` stops everything.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from events.event import Event
 from projector.errors import DivergedAt, Divergence, StaleLeader
-from projector.fold.apply import Delivery, apply, classify
+from projector.fold.apply import Delivery, Folding, classify
 from projector.fold.image import Image
 from projector.follower.watch import History, WatchEvent, published_changes
 from projector.kafka.clients import DeadLetter
@@ -43,24 +43,42 @@ class FeedStats:
     dead_lettered: int = 0
 
 
-@dataclass(slots=True)
 class CatalogFeed:
     """The ordered application of one catalog's events onto its image.
 
-    Attributes:
-        image: The newest image (published to readers only by the follower).
+    Events are folded as a replay folds them (`Folding`: a run of changes written to
+    one draft), so a feed catching up from the log builds its views once per batch,
+    when `image` is read (the follower reads it when it publishes).
+
+    Args:
+        image: The image to start from.
         partition: The events partition the catalog lives in.
         history: The published changes, for watches.
+
+    Attributes:
+        partition: The events partition the catalog lives in.
+        history: The published changes, for watches.
+        stats: The feed's counters.
         last_occurred_at: When the last applied event happened.
     """
 
-    image: Image
-    partition: int
-    history: History
-    stats: FeedStats = field(default_factory=FeedStats)
-    last_occurred_at: datetime | None = None
-    _held: dict[int, list[tuple[Event, int, bytes]]] = field(default_factory=dict)
-    _batch: list[WatchEvent] = field(default_factory=list)
+    __slots__ = ("_batch", "_catalog", "_folding", "_held", "history", "last_occurred_at",
+                 "partition", "stats")  # fmt: skip
+
+    def __init__(self, image: Image, partition: int, history: History) -> None:
+        self._catalog = image.catalog
+        self._folding = Folding(image)
+        self.partition = partition
+        self.history = history
+        self.stats = FeedStats()
+        self.last_occurred_at: datetime | None = None
+        self._held: dict[int, list[tuple[Event, int, bytes]]] = {}
+        self._batch: list[WatchEvent] = []
+
+    @property
+    def image(self) -> Image:
+        """The newest image (published to readers only by the follower)."""
+        return self._folding.image()
 
     def offer(self, event: Event, offset: int, raw: bytes = b"") -> list[DeadLetter]:
         """Take the next record of the catalog's log.
@@ -76,7 +94,8 @@ class CatalogFeed:
         Raises:
             DivergedAt: The event does not fit the image; the feed must stop.
         """
-        delivery = classify(self.image, event)
+        folding = self._folding
+        delivery = classify(folding, event)
         if delivery is Delivery.DUPLICATE:
             self.stats.duplicates += 1
             return []
@@ -84,39 +103,39 @@ class CatalogFeed:
             self._hold(event, offset, raw)
             return []
         dead = self._apply(event, offset, raw)
-        while self._held and self.image.resource_version + 1 in self._held:
-            for waiting, at, data in self._held.pop(self.image.resource_version + 1):
+        while self._held and folding.resource_version + 1 in self._held:
+            for waiting, at, data in self._held.pop(folding.resource_version + 1):
                 self.stats.held -= 1
-                if classify(self.image, waiting) is Delivery.NEXT:
+                if classify(folding, waiting) is Delivery.NEXT:
                     dead += self._apply(waiting, at, data)
                 else:
                     self.stats.duplicates += 1
-        self.stats.waiting_for = self.image.resource_version + 1 if self._held else None
+        self.stats.waiting_for = folding.resource_version + 1 if self._held else None
         return dead
 
     def _hold(self, event: Event, offset: int, raw: bytes) -> None:
-        expected = self.image.resource_version + 1
+        expected = self._folding.resource_version + 1
         if self.stats.waiting_for is None:
             self.stats.gaps += 1
             log.warning(
                 "catalog %s: resource_version %d arrived (partition %d offset %d) while "
                 "%d is missing: holding until the gap is filled",
-                self.image.catalog, event.resource_version, self.partition, offset, expected,
+                self._catalog, event.resource_version, self.partition, offset, expected,
             )  # fmt: skip
         self.stats.waiting_for = expected
         self._held.setdefault(event.resource_version, []).append((event, offset, raw))
         self.stats.held += 1
 
     def _apply(self, event: Event, offset: int, raw: bytes) -> list[DeadLetter]:
-        before = self.image
+        visible = published_changes(self._folding, event)  # read before the event
         try:
-            self.image = apply(before, event)
-        except StaleLeader as exc:
+            self._folding.apply(event)
+        except StaleLeader as exc:  # raised before anything is applied: the feed goes on
             self.stats.dead_lettered += 1
             return [DeadLetter(self.partition, offset, raw, str(exc))]
         except Divergence as exc:
             raise DivergedAt(exc, self.partition, offset) from exc
-        self._batch.extend(published_changes(before, event))
+        self._batch.extend(visible)
         self.stats.applied += 1
         self.last_occurred_at = event.occurred_at
         return []
@@ -127,5 +146,5 @@ class CatalogFeed:
 
     def flush(self) -> None:
         """Hand the changes applied since the last flush to the watch history."""
-        self.history.extend(self._batch, self.image.resource_version)
+        self.history.extend(self._batch, self._folding.resource_version)
         self._batch = []

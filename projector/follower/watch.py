@@ -16,14 +16,16 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import Protocol, Self
+
+from immutables import Map
 
 from events.changes import MutationOp
 from events.event import Event
 from events.intents import StableEpochAdvanced
 from events.values import KeyValue
 from projector.errors import ResourceVersionTooOld
-from projector.fold.image import Image
+from projector.fold.image import Image, PendingChange, PublishMode
 from projector.fold.packing import PackedDatanodeTable
 from projector.fold.view import View
 
@@ -53,7 +55,19 @@ class WatchEvent:
     value: KeyValue | None
 
 
-def published_changes(before: Image, event: Event) -> list[WatchEvent]:
+class Before(Protocol):
+    """What `published_changes` reads of the state before an event (an `Image`, a `Folding`)."""
+
+    @property
+    def publish_mode(self) -> PublishMode:
+        """Auto or explicit."""
+
+    @property
+    def pending(self) -> Map[int, PendingChange]:
+        """The changes still hidden."""
+
+
+def published_changes(before: Before, event: Event) -> list[WatchEvent]:
     """The key changes `event` makes visible when applied to `before`, in visible order."""
     at = event.resource_version
     if event.is_change:

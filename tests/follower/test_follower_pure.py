@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from functools import reduce
 from pathlib import Path
 
 import pytest
 
 from events.changes import KeyPresent
 from projector.errors import DivergedAt, ResourceVersionTooOld, SnapshotError
-from projector.fold.apply import replay
+from projector.fold.apply import apply, replay
 from projector.fold.image import Image
+from projector.fold.layered import WrittenValues
 from projector.follower.feed import CatalogFeed
 from projector.follower.watch import History, datanode_regions, published_changes, region_diff
 from projector.snapshot.store import (
@@ -128,3 +130,31 @@ def test_the_feed_dead_letters_a_stale_leader_and_stops_on_divergence() -> None:
     with pytest.raises(DivergedAt, match="offset 9"):
         feed.offer(bad, 9)
     assert feed.image.resource_version == 4
+
+
+def test_a_feed_catching_up_folds_its_events_as_one_run_and_goes_on_past_a_stale_leader() -> None:
+    """A batch read from the log is folded as a replay folds it: one draft, its views built
+    when the image is read; a stale leader's event in the middle is dead-lettered and the
+    run goes on."""
+    events = random_log(60, seed=5).events
+    middle = len(events) // 2
+    feed = _feed()
+    for offset, event in enumerate(events[:middle]):
+        assert feed.offer(event, offset) == []
+    [letter] = feed.offer(reseal(events[middle], leader_epoch=0), middle, b"raw")
+    assert "leader_epoch" in letter.reason
+    for offset, event in enumerate(events[middle:], middle + 1):
+        assert feed.offer(event, offset) == []
+    image = feed.image
+    stepwise = reduce(apply, events, Image.empty(CATALOG))
+    assert image == replay(Image.empty(CATALOG), events) == stepwise
+    assert isinstance(image.head.values.cold, WrittenValues)  # one run: the dict of writes
+    assert len(image.head.values.changes) == 0
+    assert (feed.stats.applied, feed.stats.dead_lettered) == (len(events), 1)
+    feed.flush()
+    expected, before = [], Image.empty(CATALOG)
+    for event in events:
+        expected += published_changes(before, event)
+        before = apply(before, event)
+    items, _ = feed.history.read(feed.history.start(0), 0)
+    assert items == expected  # the watch sees what applying event by event would show
