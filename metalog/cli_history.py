@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +43,9 @@ def history_of(
         if not dot or not schema or not rest:
             raise ReplayError(f"`{table}` is not SCHEMA.TABLE: name the schema, e.g. public.orders")
         name = (schema, rest)
-    batches: Iterator[list[bytes]] = LogReader(bootstrap, topics, catalog,
-                                               security=reader).raw_batches()  # fmt: skip
-    if progress is not None:
-        batches = counted(batches, progress, len)
-    return table_history_batches(catalog, batches, name, table_id)
+    batches = LogReader(bootstrap, topics, catalog, security=reader).raw_batches()
+    counted_batches = batches if progress is None else counted(batches, progress, len)
+    return table_history_batches(catalog, counted_batches, name, table_id)
 
 
 def _history(args: argparse.Namespace) -> int:

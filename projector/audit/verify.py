@@ -13,15 +13,14 @@ Kinds of fault are told apart by what the log shows (docs/audit.md): a jump
 in resource_versions is `deleted`, or `reordered` when the missing one turns
 up within `LOOKAHEAD` records; a chain recomputed over rewritten history is
 caught by the next checkpoint, which the rewrite moved: moved up = `inserted`
-(the record is found by re-hashing the window without each candidate in
-turn), moved down = `deleted`, not moved = `modified`.
+(`projector.audit.inserted` finds the record), moved down = `deleted`, not
+moved = `modified`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -31,7 +30,8 @@ from events.errors import DecodeError
 from events.event import GENESIS_HASH
 from projector.audit.fast import checked
 from projector.audit.faults import CatalogSummary, Fault, FaultKind, Report
-from projector.audit.raw import NotAnEvent, RawEvent, parse, rechained
+from projector.audit.inserted import SEARCH_LIMIT, Seen, find_inserted
+from projector.audit.raw import NotAnEvent, RawEvent, parse
 from projector.errors import ApplyError, SequenceGap, StaleLeader
 from projector.fold.apply import Folding
 from projector.fold.image import Image
@@ -39,19 +39,8 @@ from projector.fold.image import Image
 LOOKAHEAD = 10_000
 """Records read past a jump in resource_versions to tell `reordered` from `deleted`."""
 
-SEARCH_LIMIT = 5_000
-"""The longest unsigned window searched for one inserted record (the search is quadratic)."""
-
-
 _CONTROL = frozenset({"LeaderElected", "CheckpointSigned"})
 """The intents the checks read further than the envelope (`feed` reads them with `parse`)."""
-
-
-class _Seen(NamedTuple):
-    partition: int
-    offset: int
-    data: bytes
-    raw: RawEvent
 
 
 @dataclass(slots=True)
@@ -63,7 +52,7 @@ class _Catalog:
     next_offset: int = 0
     last_hash: bytes = GENESIS_HASH
     versions: dict[int, int] = field(default_factory=dict)
-    unsigned_election: _Seen | None = None
+    unsigned_election: Seen | None = None
     base: tuple[int, bytes] = (0, GENESIS_HASH)
     """The last good checkpoint (its resource_version and hash): the window starts after it."""
     window: list[tuple[int, int, bytes]] = field(default_factory=list)
@@ -99,7 +88,7 @@ class Verifier:
         self._by_name: dict[bytes, _Catalog] = {}  # the same, by the name's bytes (fast path)
         self._others: set[bytes] = set()  # catalogs not verified (`catalog`), by name's bytes
         self.report = Report(signatures_checked=public_key is not None, fold_checked=fold)
-        self._gap: tuple[str, int, Fault, _Seen] | None = None
+        self._gap: tuple[str, int, Fault, Seen] | None = None
         self._lookahead = 0
         if kept is not None and public_key is not None and not kept.verifies(public_key):
             self.report.fault = Fault(
@@ -170,7 +159,7 @@ class Verifier:
             )
             self.report.catalogs[raw.catalog] = state.summary
             self._by_name[raw.catalog.encode()] = state
-        seen = _Seen(partition, offset, data, raw)
+        seen = Seen(partition, offset, data, raw)
         self._check(state, seen)
         state.partition, state.next_offset = partition, offset + 1
 
@@ -254,7 +243,7 @@ class Verifier:
 
     # -- the checks -------------------------------------------------------------
 
-    def _check(self, state: _Catalog, seen: _Seen) -> None:
+    def _check(self, state: _Catalog, seen: Seen) -> None:
         raw, summary = seen.raw, state.summary
         expected = summary.resource_version + 1
         at = raw.resource_version
@@ -281,7 +270,7 @@ class Verifier:
             state.versions[table_id] = version
         if raw.intent == "CheckpointSigned" and not self._checkpoint_ok(state, seen):
             return None
-        if self._fold and not self._folds(state, seen.partition, seen.offset, seen.data, seen):
+        if self._fold and not self._folds(state, *seen):
             return None
         summary.events += 1
         summary.resource_version = at
@@ -298,7 +287,7 @@ class Verifier:
             state.window.append((seen.partition, seen.offset, seen.data))
         return None
 
-    def _leader_ok(self, state: _Catalog, seen: _Seen) -> bool:
+    def _leader_ok(self, state: _Catalog, seen: Seen) -> bool:
         raw, summary = seen.raw, state.summary
         if raw.intent == "LeaderElected":
             if state.unsigned_election is not None:  # the epoch before ended unsigned
@@ -320,7 +309,7 @@ class Verifier:
             return False
         return True
 
-    def _checkpoint_ok(self, state: _Catalog, seen: _Seen) -> bool:
+    def _checkpoint_ok(self, state: _Catalog, seen: Seen) -> bool:
         raw = seen.raw
         checkpoint = raw.checkpoint()
         state.summary.checkpoints += 1
@@ -338,18 +327,18 @@ class Verifier:
         return True
 
     def _rewritten(
-        self, state: _Catalog, signed_rv: int, signed_hash: bytes, checkpoint: _Seen | None
+        self, state: _Catalog, signed_rv: int, signed_hash: bytes, checkpoint: Seen | None
     ) -> None:
         """A signature disagrees with the chain: how did the window since the last good one move?"""
         base_rv, _ = state.base
-        window = [_Seen(p, o, data, parse(data)) for p, o, data in state.window]
+        window = [Seen(p, o, data, parse(data)) for p, o, data in state.window]
         where = (
             f"the checkpoint signed resource_version {signed_rv} with a chain hash the log "
             f"does not have: history after resource_version {base_rv} was rewritten"
         )
         moved = None if checkpoint is None else checkpoint.raw.resource_version - 1 - signed_rv
         if moved is None or moved > 0:
-            inserted = self._find_inserted(state, window, signed_rv, signed_hash)
+            inserted = find_inserted(state.base, window, signed_rv, signed_hash)
             if inserted is not None:
                 self._at(inserted, "inserted", f"{where}; without this record the chain matches")
                 return
@@ -358,31 +347,10 @@ class Verifier:
         assert first is not None
         self._at(first, kind, f"{where} (the first record after it is named)")
 
-    def _find_inserted(
-        self, state: _Catalog, window: list[_Seen], signed_rv: int, signed_hash: bytes
-    ) -> _Seen | None:
-        base_rv, base_hash = state.base
-        covered = signed_rv - base_rv
-        if len(window) > SEARCH_LIMIT or covered <= 0:
-            return None
-        for skip in range(min(len(window), covered + 1)):
-            rest = window[:skip] + window[skip + 1 :]
-            if len(rest) < covered:
-                break
-            chain = base_hash if skip == 0 else window[skip - 1].raw.hash
-            for index in range(skip, covered):
-                seen = rest[index]
-                chain = rechained(seen.data, seen.raw, base_rv + 1 + index, chain)
-            if chain == signed_hash:
-                return window[skip]
-        return None
-
     def _folds(self, state: _Catalog, partition: int, offset: int, data: bytes,
-               seen: _Seen | None = None) -> bool:  # fmt: skip
-        """Fold the record; False, with its fault named, when it does not fit.
-
-        `seen` (the record parsed) is built for a fault when not given.
-        """
+               raw: RawEvent | None = None) -> bool:  # fmt: skip
+        """Fold the record; False, with its fault named, when it does not fit (the
+        record is parsed then, if `raw` is not given)."""
         kind: FaultKind
         try:
             state.folding.apply(decode_event(data))
@@ -395,10 +363,10 @@ class Verifier:
             kind, reason = "deleted", str(exc)
         except ApplyError as exc:  # a requirement, a version, the publication order
             kind, reason = "modified", f"it does not fit the log before it: {exc}"
-        self._at(seen or _Seen(partition, offset, data, parse(data)), kind, reason)
+        self._at(Seen(partition, offset, data, raw or parse(data)), kind, reason)
         return False
 
-    def _unsigned(self, election: _Seen) -> None:
+    def _unsigned(self, election: Seen) -> None:
         self._at(election, "unsigned", f"leader_epoch {election.raw.leader_epoch}, elected here, "
                  "holds no checkpoint signed with the public key")  # fmt: skip
 
@@ -413,11 +381,11 @@ class Verifier:
 
     # -- faults -----------------------------------------------------------------
 
-    def _fault(self, seen: _Seen, kind: FaultKind, reason: str, rv: int | None = None) -> Fault:
+    def _fault(self, seen: Seen, kind: FaultKind, reason: str, rv: int | None = None) -> Fault:
         at = seen.raw.resource_version if rv is None else rv
         return Fault(kind, seen.raw.catalog, seen.partition, seen.offset, at, reason)
 
-    def _at(self, seen: _Seen, kind: FaultKind, reason: str) -> None:
+    def _at(self, seen: Seen, kind: FaultKind, reason: str) -> None:
         self.report.fault = self._fault(seen, kind, reason)
 
     def _fail(
