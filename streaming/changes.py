@@ -131,10 +131,10 @@ def rendered(changes: DataFrame) -> DataFrame:
     return Renderer()(changes)
 
 
-def log_rows(events: DataFrame) -> DataFrame:
-    """Rows of `metadata_log` from `streaming.decode.envelope` rows that decoded: every
-    record with its position and raw bytes."""
-    return events.select(
+def log_rows(raw: DataFrame) -> DataFrame:
+    """Rows of `metadata_log` from Kafka rows: every record that decodes, with its position
+    and raw bytes (`streaming.decode.envelope` without the lists)."""
+    return envelope(raw, lists=False).where(F.col("catalog").isNotNull()).select(
         "catalog", "resource_version", "intent", "event_id", "leader_epoch",
         F.col("logged_schema_epoch").alias("schema_epoch"), "occurred_at", "topic", "partition",
         "offset", "kafka_timestamp", "value")
@@ -163,7 +163,7 @@ def table_schemas(spark: SparkSession) -> dict[str, StructType]:
     rows = rendered(changes).schema
     schemas: dict[str, StructType] = {
         CHANGES: changes.schema,
-        "metadata_log": log_rows(envelope(spark.createDataFrame([], KAFKA_SCHEMA))).schema,
+        "metadata_log": log_rows(spark.createDataFrame([], KAFKA_SCHEMA)).schema,
         "quarantine": quarantine_rows(folded).schema,
         COMPACTION: COMPACTION_SCHEMA,
     }

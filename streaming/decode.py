@@ -7,10 +7,11 @@ schema, and the results are coalesced. A record that is not single-object
 encoded, names an unknown writer schema, or whose body does not decode goes to
 quarantine with the reason instead.
 
-The projection decodes twice: before its fold only the envelope (`envelope`:
-a reader schema without the requirements and the mutations' values, which
-Avro skips without building them), after it only the mutations of each
-released change (`mutations`). The raw bytes ride through the fold in between.
+The projection decodes twice: before its fold only the envelope (`envelope`: a
+reader schema of the envelope's fields, the intent's name, the tables' ids and the
+mutations' keys; Avro skips the rest without building it), after it only the
+mutations of each released change (`mutations_column`). The raw bytes ride through
+the fold in between. Its log query decodes the envelope without the lists.
 """
 
 from __future__ import annotations
@@ -59,22 +60,47 @@ def _fingerprint() -> Column:
     return F.substring("value", 3, 8)
 
 
-@cache
-def envelope_reader_schema(reader_schema_json: str) -> str:
-    """The event reader schema without `requirements` and without the mutations' values.
+GATE_INTENTS = frozenset({"EpochAssigned", "StableEpochAdvanced", "PublishModeSet"})
+"""The intents whose fields the fold reads; of the others it reads only which one it is."""
 
-    Avro schema resolution skips writer fields the reader lacks, so the
-    envelope decodes without building a single mutation value. Nothing after
-    `requirements` refers to a type it defines, except the mutation values
-    that go with it.
+_ENVELOPE_FIELDS = frozenset({"event_id", "catalog", "resource_version", "leader_epoch",
+                              "schema_epoch", "occurred_at", "intent"})
+_LIST_FIELDS = {"tables": "table_id", "mutations": "key"}
+"""The lists `envelope` shows, and the one field of their items it reads."""
+
+
+@cache
+def envelope_reader_schema(reader_schema_json: str, lists: bool = True) -> str:
+    """The event reader schema narrowed to what `envelope` shows.
+
+    Avro schema resolution skips writer fields the reader lacks, so nothing else
+    is built: the envelope's fields; of the intent, which union member it is, and
+    the fields of `GATE_INTENTS` only (the other members are records without
+    fields); with `lists`, the tables' ids and the mutations' keys (no requirement,
+    no mutation value). Named types defined in what is dropped are used nowhere
+    else it keeps.
     """
     schema = json.loads(reader_schema_json)
-    fields = [f for f in schema["fields"] if f["name"] != "requirements"]
-    for f in fields:
-        if f["name"] == "mutations":
-            item = f["type"]["items"]
-            item["fields"] = [m for m in item["fields"] if m["name"] != "value"]
+    fields = []
+    for field in schema["fields"]:
+        name = field["name"]
+        if name == "intent":
+            field = {**field, "type": [
+                member if not isinstance(member, dict) or member["name"] in GATE_INTENTS
+                else {**member, "fields": []} for member in field["type"]]}
+        elif lists and name in _LIST_FIELDS:
+            array = field["type"]
+            items = array["items"]
+            kept = [f for f in items["fields"] if f["name"] == _LIST_FIELDS[name]]
+            field = {**field, "type": {**array, "items": {**items, "fields": kept}}}
+        elif name not in _ENVELOPE_FIELDS:
+            continue
+        fields.append(field)
     return json.dumps({**schema, "fields": fields})
+
+
+def _log_reader_schema(reader_schema_json: str) -> str:
+    return envelope_reader_schema(reader_schema_json, lists=False)
 
 
 @cache
@@ -201,9 +227,19 @@ def decode(raw: DataFrame) -> DataFrame:
         The input columns plus `event` (the reader-schema struct) and `reason`
         (null when the row decoded).
     """
-    decoders = spark_decoders("event")
-    with_event = raw.withColumn("event", _decoded(decoders))
-    return with_event.withColumn("reason", _reason(decoders))
+    return _with_event(raw, spark_decoders("event"))
+
+
+def _with_event(raw: DataFrame, decoders: list[SparkDecoder],
+                reader: Callable[[str], str] | None = None) -> DataFrame:
+    """`raw` plus `event` (`_decoded`) and `reason`, every record decoded once.
+
+    `event` comes out of a generator (a one-element array exploded): as a plain
+    column, a filter on it (`where(catalog is not null)`) would be pushed below
+    the projection with `from_avro` copied into it, and every record decoded twice.
+    """
+    event = F.inline(F.array(F.struct(_decoded(decoders, reader).alias("event"))))
+    return raw.select("*", event).withColumn("reason", _reason(decoders))
 
 
 def mutations_column() -> Column:
@@ -215,14 +251,21 @@ def mutations_column() -> Column:
     return _decoded(spark_decoders("event"), mutations_reader_schema)["mutations"]
 
 
-def envelope(raw: DataFrame) -> DataFrame:
+def envelope(raw: DataFrame, lists: bool = True) -> DataFrame:
     """Kafka rows as `ENVELOPE_COLUMNS`; a row that does not decode has only its position,
     its bytes and `reason` (the rest null).
+
+    Args:
+        raw: Rows of the Kafka source.
+        lists: Also `table_ids` and `keys` (the fold's); without them (the log's)
+            the decode builds no list.
     """
     decoders = spark_decoders("event")
-    decoded = raw.withColumn("event", _decoded(decoders, envelope_reader_schema)).withColumn(
-        "reason", _reason(decoders))
+    decoded = _with_event(raw, decoders,
+                          envelope_reader_schema if lists else _log_reader_schema)
     intent = "event.intent"
+    lists_columns = [F.col("event.tables.table_id").alias("table_ids"),
+                     F.col("event.mutations.key").alias("keys")] if lists else []
     return decoded.select(
         F.col("event.catalog").alias("catalog"),
         F.col("event.resource_version").alias("resource_version"),
@@ -231,8 +274,7 @@ def envelope(raw: DataFrame) -> DataFrame:
         intent_type().alias("intent"),
         F.col("event.event_id").alias("event_id"),
         F.col("event.occurred_at").alias("occurred_at"),
-        F.col("event.tables.table_id").alias("table_ids"),
-        F.col("event.mutations.key").alias("keys"),
+        *lists_columns,
         F.col(f"{intent}.member_EpochAssigned.epoch").alias("assign_epoch"),
         F.col(f"{intent}.member_EpochAssigned.resource_versions").alias(
             "assign_resource_versions"),

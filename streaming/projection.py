@@ -287,8 +287,7 @@ def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projectio
     if not checkpoint.exists(spark, config.log_checkpoint):
         starting = checkpoint.committed_offsets(spark, config.checkpoint) or starting
     with scheduler_pool(spark, LOG_POOL):  # the query's thread keeps the starter's pool
-        log = start_query(log_rows(envelope(kafka_source(spark, config, starting))
-                                   .where(F.col("catalog").isNotNull())).writeStream
+        log = start_query(log_rows(kafka_source(spark, config, starting)).writeStream
                           .queryName(f"metalog-log-{config.topic}")
                           .option("checkpointLocation", config.log_checkpoint)
                           .foreachBatch(LogWriter(config)), config)

@@ -1,4 +1,5 @@
-"""One micro-batch's appends without Kafka: retried batches; REGION_LABEL formatting."""
+"""One micro-batch's appends without Kafka: retried batches; REGION_LABEL formatting; each
+record decoded once."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from pyspark.sql import functions as F
 from bench.workload import Workload, encoded
 from events.event import Event
 from events.labels import region_label_rows, table_rule_ranges
+from events.spark_schemas import spark_decoders
 from events.values import KeyRange, Label, LabelRuleValue, PartitionDef, TableInfoValue
 from streaming import sink
 from streaming.changes import log_rows
-from streaming.decode import KAFKA_SCHEMA, envelope
+from streaming.decode import KAFKA_SCHEMA, decode
 from streaming.errors import OldCheckpoint
 from streaming.fold import FOLD_OUTPUT
 from streaming.projection import BatchWriter, LogWriter, ProjectionConfig, ensure_tables
@@ -101,13 +103,23 @@ def test_a_log_batch_replayed_after_a_restart_is_logged_once(
     at = datetime(2026, 1, 1, tzinfo=UTC)
     raw = spark.createDataFrame([(key.encode(), value, "events", 0, offset, at, 0)
                                  for offset, (key, value) in enumerate(records)], KAFKA_SCHEMA)
-    batch = log_rows(envelope(raw))
+    batch = log_rows(raw)
 
     LogWriter(config)(batch, 0)  # appended; the driver dies before the checkpoint's commit
     LogWriter(config)(batch, 0)  # the restarted query runs the batch again
 
     logged = read_rows(config.delta_dir, "metadata_log")
     assert sorted(r["offset"] for r in logged) == list(range(len(records)))
+
+
+def test_a_filter_on_decoded_records_leaves_each_record_decoded_once(
+        spark: SparkSession) -> None:
+    raw = spark.createDataFrame([], KAFKA_SCHEMA)
+    writers = len(spark_decoders("event"))  # one `from_avro` per writer schema decodes a record
+    for filtered in (log_rows(raw),  # the log query keeps the records that decode
+                     decode(raw).where(F.col("reason").isNull())):  # `split`, the replay
+        plan = filtered._jdf.queryExecution().optimizedPlan().toString()
+        assert plan.count("from_avro(") == writers
 
 
 def test_region_label_columns_format_like_the_python_rows(spark: SparkSession) -> None:
