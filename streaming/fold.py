@@ -42,9 +42,17 @@ from projector.fold.gate import Envelope, Gate, GateState
 QUARANTINE = ""
 """The group of the records that did not decode: no catalog name is empty."""
 
+FOLD_INPUT = ("catalog", "resource_version", "leader_epoch", "logged_schema_epoch", "intent",
+              "table_ids", "keys", "assign_epoch", "assign_resource_versions",
+              "stable_epoch_to", "publish_mode", "partition", "offset", "value")
+"""The `streaming.decode.envelope` columns the gate reads (and the order of the records)."""
+
+PLACE_COLUMNS = ("topic", "kafka_timestamp", "record_key", "reason")
+"""The envelope columns only a record that did not decode keeps (to be quarantined with)."""
+
 FOLD_OUTPUT = (
     "row_type string, catalog string, resource_version long, schema_epoch long, "
-    "intent string, event_id string, leader_epoch long, occurred_at timestamp, "
+    "intent string, leader_epoch long, "
     "topic string, partition int, offset long, kafka_timestamp timestamp, record_key binary, "
     "value binary, reason string, stable_epoch long, publish_mode string, "
     "keys array<string>")
@@ -62,9 +70,8 @@ _WAITING = StructType([StructField(name, kind) for name, kind in (
     ("schema_epoch", LongType()), ("sequenced", BooleanType()), ("value", BinaryType()))])
 
 
-_RECORD_COLUMNS = ("catalog", "resource_version", "intent", "event_id", "leader_epoch",
-                   "occurred_at", "topic", "partition", "offset", "kafka_timestamp",
-                   "record_key", "value", "reason")
+_RECORD_COLUMNS = ("catalog", "resource_version", "intent", "leader_epoch", "topic", "partition",
+                   "offset", "kafka_timestamp", "record_key", "value", "reason")
 """The input columns a `quarantine` row of a record passes on unchanged."""
 
 _OUTPUT_COLUMNS = tuple(part.split()[0] for part in FOLD_OUTPUT.split(", "))
@@ -79,10 +86,10 @@ def _records(batch: pd.DataFrame, row_type: str) -> pd.DataFrame:
 
 
 def _rows(row_type: str, catalog: str, **columns: list[Any]) -> pd.DataFrame:
-    """Output rows built by the gate: `columns` are equal-length lists, the rest null."""
-    count = len(columns["resource_version"])
-    frame: dict[str, Any] = {name: [None] * count for name in _OUTPUT_COLUMNS}
-    frame.update(columns, row_type=[row_type] * count, catalog=[catalog] * count)
+    """Output rows built by the gate: `columns` are equal-length lists, the rest null (a
+    scalar pandas repeats down the column)."""
+    frame: dict[str, Any] = dict.fromkeys(_OUTPUT_COLUMNS)
+    frame.update(columns, row_type=row_type, catalog=catalog)
     return pd.DataFrame(frame)
 
 
@@ -114,7 +121,8 @@ def _envelopes(batch: pd.DataFrame) -> Iterator[Envelope]:
     """
     order = np.lexsort((batch["offset"].to_numpy(), batch["partition"].to_numpy(),
                         batch["resource_version"].to_numpy()))
-    batch = batch.iloc[order]
+    if (np.diff(order) != 1).any():  # a catalog's records mostly come in order
+        batch = batch.iloc[order]
     columns = zip(
         _ints(batch["resource_version"]), _ints(batch["leader_epoch"]),
         _ints(batch["logged_schema_epoch"]), batch["intent"].tolist(),

@@ -42,7 +42,7 @@ from streaming.changes import (
 from streaming.compact import LOG_POOL
 from streaming.decode import envelope, split
 from streaming.errors import OldCheckpoint, ProjectionError
-from streaming.fold import FOLD_OUTPUT, QUARANTINE, CatalogFold
+from streaming.fold import FOLD_INPUT, FOLD_OUTPUT, PLACE_COLUMNS, QUARANTINE, CatalogFold
 from streaming.layout import CHANGES
 from streaming.queries import Projection
 
@@ -52,6 +52,12 @@ POOL_PROPERTY = "spark.scheduler.pool"
 
 LOG_CHECKPOINT = "metadata_log"
 """The log query's checkpoint directory, inside the fold query's."""
+
+FETCH_WAIT_MS = 10
+"""The source's `fetch.max.wait.ms`: how long the broker holds a fetch that finds no new
+record. A micro-batch reads up to the newest offsets, and the consumer's fetch ahead
+of them held each task of the batch that reached the end of the topic for Kafka's
+default 500 ms."""
 
 STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -228,6 +234,7 @@ def kafka_source(spark: SparkSession, config: ProjectionConfig,
               .option("kafka.bootstrap.servers", config.bootstrap)
               .option("subscribe", config.topic)
               .option("kafka.isolation.level", "read_committed")
+              .option("kafka.fetch.max.wait.ms", str(FETCH_WAIT_MS))
               .option("startingOffsets", starting)
               .option("failOnDataLoss", "true")
               .options(**config.security.spark_options()))
@@ -256,10 +263,15 @@ def events_stream(spark: SparkSession, config: ProjectionConfig) -> tuple[DataFr
 def folded(raw: DataFrame) -> DataFrame:
     """The fold over a stream of Kafka rows: `streaming.fold.FOLD_OUTPUT` rows.
 
-    Only the envelope is decoded before the shuffle by catalog; records that
-    do not decode go to one group of their own (`QUARANTINE`).
+    Only the envelope is decoded before the shuffle by catalog, and only what the
+    gate reads is shuffled (`FOLD_INPUT`; a record that does not decode keeps its
+    place too, `PLACE_COLUMNS`); records that do not decode go to one group of their
+    own (`QUARANTINE`).
     """
-    events = envelope(raw).withColumn("fold_group", F.coalesce("catalog", F.lit(QUARANTINE)))
+    decoded = F.col("catalog").isNotNull()
+    events = envelope(raw).select(
+        F.coalesce("catalog", F.lit(QUARANTINE)).alias("fold_group"), *FOLD_INPUT,
+        *[F.when(~decoded, F.col(name)).alias(name) for name in PLACE_COLUMNS])
     return events.groupBy("fold_group").transformWithStateInPandas(
         CatalogFold(), FOLD_OUTPUT, "Append", "None")
 
