@@ -10,6 +10,7 @@ import pytest
 from bench.workload import Workload, encoded
 from events.spark_schemas import SparkDecoder, spark_decoders
 from streaming.decode import GATE_INTENTS, envelope_reader_schema, mutations_reader_schema
+from tests.events import event_golden as golden
 
 ENVELOPE = ("event_id", "catalog", "resource_version", "leader_epoch", "schema_epoch",
             "occurred_at")
@@ -54,9 +55,14 @@ def test_the_envelope_reader_schema_reads_the_envelope_of_every_writer_and_no_mo
         work.publish_some("beta")
     work.publish_all("beta")
     decoders = {d.fingerprint: d for d in spark_decoders("event")}
+    kept = [*golden.EVENTS_V1.values(), *golden.EVENTS_V2.values(), *golden.EVENTS.values()]
+    records = [*(record for _, record in encoded(work.events())),
+               *(bytes.fromhex(data) for data in kept)]  # every intent under every writer
     intents: set[str] = set()
-    for _, record in encoded(work.events()):
+    writers: set[bytes] = set()
+    for record in records:
         decoder = decoders[record[2:10]]
+        writers.add(record[2:10])
         body = record[decoder.header_length:]
         full = _read(decoder, body, decoder.reader_schema_json)
         slim = _read(decoder, body, envelope_reader_schema(decoder.reader_schema_json, lists))
@@ -70,3 +76,4 @@ def test_the_envelope_reader_schema_reads_the_envelope_of_every_writer_and_no_mo
         assert slim == expected
         intents.add(intent)
     assert {"TableCreated", "TableAltered", *GATE_INTENTS} <= intents
+    assert writers == set(decoders)
