@@ -23,6 +23,7 @@ from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
 from producers.leader.log import read_events
 from tests.fixtures.kafka import TopicSet
+from tests.follower.workload import wait_until
 from tests.leader.history import check_history
 
 pytestmark = pytest.mark.integration
@@ -30,6 +31,8 @@ pytestmark = pytest.mark.integration
 COLUMNS = (Column(name="id", data_type="int64"),)
 PARTITIONS = 6
 NAMES = ("a", "b", "c")
+TAKEN = re.compile(r"partition \d+ rebuilt in [\d.]+ s \((\w+)\)")
+"""A leader's log line for a partition it has taken."""
 CLIENTS = 8
 PER_CLIENT = 30
 
@@ -143,6 +146,9 @@ def test_kill_9_of_one_of_three_leaders_mid_burst_loses_and_duplicates_nothing(
                             topics=wire.topics) as setup:  # fmt: skip
             for catalog in catalogs:  # every partition served before the burst
                 acked[f"warm-{catalog}"] = _send(setup, catalog, "warm", f"warm-{catalog}")
+        # The group has settled once each leader holds partitions: b's kill then moves some.
+        wait_until(lambda: all(TAKEN.search((tmp_path / f"{name}.log").read_text())
+                               for name in NAMES), timeout=60.0)
         threads = _burst(wire, catalogs, "burst", acked, count.release)
         for _ in range(CLIENTS * PER_CLIENT // 3):
             count.acquire()
@@ -158,7 +164,7 @@ def test_kill_9_of_one_of_three_leaders_mid_burst_loses_and_duplicates_nothing(
     after = "".join(
         log.read_bytes()[size:].decode() for log, size in zip(logs, before, strict=True)
     )
-    rebuilt = re.findall(r"partition \d+ rebuilt in [\d.]+ s \((\w+)\)", after)
+    rebuilt = TAKEN.findall(after)
     assert rebuilt and set(rebuilt) == {"warm" if warm else "cold"}, rebuilt
 
 
