@@ -56,13 +56,14 @@ from bench.rate import RateRun, RateThread
 from bench.workload import Workload, encoded, produce
 from events.topics import Topics
 from metalog import stack
-from metalog.cli_project import FAIR_POOLS
+from metalog.cli_project import FAIR_CONF
 from metalog.spark_session import spark_session
 from metalog.stack_config import StackConfig
 from projector.kafka.topics import create_metalog_topics
-from streaming.compact import PROJECTION_POOL, Maintenance
+from streaming.compact import Maintenance
 from streaming.projection import ProjectionConfig
 from streaming.queries import Projection
+from streaming.session import POOL_PROPERTY, PROJECTION_POOL
 
 BENCH_PORT = 19792
 PARTITIONS = 3
@@ -302,9 +303,8 @@ def main() -> None:
                                       controller_port=BENCH_PORT + 1)
         stack.up(broker)
         spark = spark_session(app_name="metalog-bench-projection", extra_conf={
-            "spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(FAIR_POOLS),
-            "spark.sql.streaming.numRecentProgressUpdates": "1000"})
-        spark.sparkContext.setLocalProperty("spark.scheduler.pool", PROJECTION_POOL)
+            **FAIR_CONF, "spark.sql.streaming.numRecentProgressUpdates": "1000"})
+        spark.sparkContext.setLocalProperty(POOL_PROPERTY, PROJECTION_POOL)
         try:
             def config(name: str, topic: str, **kw: object) -> ProjectionConfig:
                 return ProjectionConfig(broker.bootstrap, topic, str(root / name / "tables"),

@@ -22,15 +22,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, StreamingQuery
 
 from streaming.decode import envelope
-from streaming.projection import (
-    ProjectionConfig,
-    configure,
-    fold_partitions,
-    kafka_source,
-    start_projection,
-    start_query,
-)
+from streaming.projection import ProjectionConfig, kafka_source, start_projection, start_query
 from streaming.queries import Projection
+from streaming.session import configure, fold_partitions
 
 JOBS = ("projection", "floor", "copy")
 FLOOR_OUTPUT = "catalog string, resource_version long, value binary"

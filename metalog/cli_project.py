@@ -20,7 +20,7 @@ from events.topics import Topics
 from metalog.cli_args import add_cluster_options, security
 from metalog.cli_json import add_json_flag, print_json
 from metalog.spark_session import session_conf, spark_session
-from streaming.compact import PROJECTION_POOL, Maintenance, compact
+from streaming.compact import Maintenance, compact
 from streaming.projection import (
     ProjectionConfig,
     ensure_tables,
@@ -28,6 +28,7 @@ from streaming.projection import (
     run_once,
     start_projection,
 )
+from streaming.session import POOL_PROPERTY, PROJECTION_POOL
 
 DEFAULT_ROOT = ".metalog/projection"
 
@@ -102,7 +103,7 @@ def _project(args: argparse.Namespace) -> int:
             print(f"metalog: projected {config.topic} into {config.delta_dir}")
         else:
             print(f"metalog: projecting {config.topic} into {config.delta_dir} (Ctrl-C stops)")
-            spark.sparkContext.setLocalProperty("spark.scheduler.pool", PROJECTION_POOL)
+            spark.sparkContext.setLocalProperty(POOL_PROPERTY, PROJECTION_POOL)
             query = start_projection(spark, config)
             maintenance = Maintenance(spark, config.delta_dir, config.compact_seconds,
                                       config.maintain_seconds).start()
@@ -120,7 +121,7 @@ def _progress_lines(spark: SparkSession, config: ProjectionConfig) -> None:
     `--once` (docs/cli.md)."""
     maintenance = None
     if not config.once:
-        spark.sparkContext.setLocalProperty("spark.scheduler.pool", PROJECTION_POOL)
+        spark.sparkContext.setLocalProperty(POOL_PROPERTY, PROJECTION_POOL)
     query = start_projection(spark, config)
     if not config.once:
         maintenance = Maintenance(spark, config.delta_dir, config.compact_seconds,

@@ -13,7 +13,7 @@ Delta snapshots per table, whatever its size.
 
 `Maintenance` runs it and OPTIMIZE/VACUUM of `changes` on a schedule inside
 `metalog project`; OPTIMIZE/VACUUM run in a FAIR scheduler pool of their own
-(`POOL`) so a micro-batch never waits for them.
+(`streaming.session.COMPACTION_POOL`) so a micro-batch never waits for them.
 """
 
 from __future__ import annotations
@@ -31,18 +31,9 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
 from streaming.layout import CHANGES, COMPACTION, KIND_TABLES, KINDS, STATE_TABLE
+from streaming.session import COMPACTION_POOL, POOL_PROPERTY
 
 LOG = logging.getLogger(__name__)
-
-POOL = "metalog-compaction"
-"""The FAIR pool of OPTIMIZE/VACUUM jobs (`metalog/jvm/fairscheduler.xml`)."""
-
-PROJECTION_POOL = "metalog-projection"
-"""The pool of the fold's micro-batches: ten times the weight of the others."""
-
-LOG_POOL = "metalog-log"
-"""The pool of the log query's micro-batches (`metadata_log` is not on the read path of
-current state: a fold task waits for none of its tasks)."""
 
 RETAIN_HOURS = 168.0
 """VACUUM keeps the files of the last week of versions (time travel, slow readers)."""
@@ -148,7 +139,7 @@ class Maintenance:
             self._thread.join()
 
     def _run(self) -> None:
-        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", POOL)
+        self.spark.sparkContext.setLocalProperty(POOL_PROPERTY, COMPACTION_POOL)
         now = time.monotonic()
         next_compact = now + self.compact_seconds if self.compact_seconds > 0 else float("inf")
         next_maintain = (now + self.maintain_seconds if self.maintain_seconds > 0

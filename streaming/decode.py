@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -41,20 +41,6 @@ CONTROL_TYPES: tuple[str, ...] = tuple(
 KAFKA_SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
                 "timestamp timestamp, timestampType int")
 """The Kafka source's columns (without headers)."""
-
-ENVELOPE_COLUMNS: tuple[str, ...] = (
-    "catalog", "resource_version", "leader_epoch", "logged_schema_epoch", "intent", "event_id",
-    "occurred_at", "table_ids", "keys", "assign_epoch", "assign_resource_versions",
-    "stable_epoch_to", "publish_mode", "topic", "partition", "offset", "kafka_timestamp",
-    "record_key", "value", "reason",
-)
-"""`envelope`'s columns: what the fold needs, where the record was, and its raw bytes.
-
-`logged_schema_epoch` is the event's own `schema_epoch`, as logged (0 for a
-change waiting for `Publish`); the epoch a change is published at may be
-assigned later in explicit mode.
-"""
-
 
 def _fingerprint() -> Column:
     return F.substring("value", 3, 8)
@@ -99,8 +85,7 @@ def envelope_reader_schema(reader_schema_json: str, lists: bool = True) -> str:
     return json.dumps({**schema, "fields": fields})
 
 
-def _log_reader_schema(reader_schema_json: str) -> str:
-    return envelope_reader_schema(reader_schema_json, lists=False)
+_log_reader_schema = partial(envelope_reader_schema, lists=False)
 
 
 @cache
@@ -252,8 +237,13 @@ def mutations_column() -> Column:
 
 
 def envelope(raw: DataFrame, lists: bool = True) -> DataFrame:
-    """Kafka rows as `ENVELOPE_COLUMNS`; a row that does not decode has only its position,
-    its bytes and `reason` (the rest null).
+    """Kafka rows as what the fold reads of each event, where the record was, its raw bytes
+    and `reason`; a row that does not decode has only its position, its bytes and
+    `reason` (the rest null).
+
+    `logged_schema_epoch` is the event's own `schema_epoch`, as logged (0 for a change
+    waiting for `Publish`); the epoch a change is published at may be assigned later in
+    explicit mode.
 
     Args:
         raw: Rows of the Kafka source.

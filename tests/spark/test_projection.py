@@ -13,9 +13,9 @@ from bench.workload import Workload, encoded, produce
 from events.schema_store import MAGIC
 from projector.fold.apply import replay
 from projector.fold.image import Image
-from streaming import projection
+from streaming import session
 from streaming.compact import compact
-from streaming.projection import CHANGELOG, SESSION_CONF, ProjectionConfig, run_once
+from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_rows
 from tests.fixtures.kafka import TopicSet
 from tests.spark.expect import assert_projection_equals, current_rows, delta_values
@@ -147,8 +147,8 @@ def test_a_checkpoint_of_an_older_projection_keeps_its_state(
     config = _config(made, tmp_path)
     state = tmp_path / "cp" / "state"
     with monkeypatch.context() as patch:  # the state store as an older metalog wrote it
-        patch.setitem(SESSION_CONF, CHANGELOG, "false")
-        patch.setattr(projection, "FOLD_PARTITIONS", 2)
+        patch.setitem(session.SESSION_CONF, session.CHANGELOG, "false")
+        patch.setattr(session, "FOLD_PARTITIONS", 2)
         run_once(spark, config)
     assert not list(state.rglob("*.changelog"))
     assert _fold_partitions(tmp_path / "cp") == ["0", "1"]
@@ -171,13 +171,13 @@ def test_a_new_checkpoint_folds_in_one_partition_and_the_session_keeps_its_own(
     work.run(30)
     produce(made.bootstrap, made.events, encoded(work.events()), PARTITIONS)
     config = _config(made, tmp_path)
-    session_partitions = spark.conf.get(projection.SHUFFLE_PARTITIONS)
-    assert session_partitions != str(projection.FOLD_PARTITIONS)
+    session_partitions = spark.conf.get(session.SHUFFLE_PARTITIONS)
+    assert session_partitions != str(session.FOLD_PARTITIONS)
 
     run_once(spark, config)
 
     assert _fold_partitions(tmp_path / "cp") == ["0"]
-    assert spark.conf.get(projection.SHUFFLE_PARTITIONS) == session_partitions
+    assert spark.conf.get(session.SHUFFLE_PARTITIONS) == session_partitions
     assert_projection_equals(config.delta_dir, [c.image for c in work.catalogs.values()])
 
 
