@@ -183,7 +183,7 @@ class CatalogFold(StatefulProcessor):
         if catalog == QUARANTINE:
             yield _records(batch, "quarantine")
             return
-        stored = self._state.get() if self._state.exists() else None
+        stored = self._state.get()  # None for a new catalog (one call to the JVM, not two)
         state = GateState(*stored) if stored else GateState()
         waiting = ({k[0]: _restored(k[0], v) for k, v in self._waiting.iterator()}
                    if self._waiting.exists() else {})
