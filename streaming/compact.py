@@ -69,7 +69,7 @@ def compact(root: str) -> Compaction | None:
     """
     # Imported here: every `metalog` command imports this module (its CLI's
     # defaults), and DuckDB, once imported, prints leak reports at some exits.
-    from streaming.read import compacted_batch, merged, query, table_uri
+    from streaming.read import compacted_batch, merged, query, table_uri, tails
     from streaming.render import kind_of
 
     changes = DeltaTable(table_uri(root, CHANGES))  # the version this compaction reaches
@@ -82,9 +82,10 @@ def compact(root: str) -> Compaction | None:
     if any(newer["moved"].to_pylist()):
         kinds.add(STATE_TABLE)
     tables = tuple(t for t in KIND_TABLES if KINDS[t] in kinds)
+    rows = tails(changes, tables, after)
     for table in tables:
         uri = table_uri(root, table)
-        write_deltalake(uri, merged(DeltaTable(uri), changes, table, after), mode="overwrite")
+        write_deltalake(uri, merged(DeltaTable(uri), table, rows.pop(table)), mode="overwrite")
     reached = int(pc.max(newer["batch_id"]).as_py())
     record = DeltaTable(table_uri(root, COMPACTION))
     write_deltalake(record.table_uri, pa.Table.from_pylist(

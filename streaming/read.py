@@ -14,12 +14,14 @@ period.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 from deltalake import DeltaTable, QueryBuilder
 
+from events.codec import decode_event_dict
 from streaming.layout import (
     CHANGES,
     COMPACTION,
@@ -94,7 +96,7 @@ def read_current(root: str, kind: str) -> pa.Table:
     # (A DeltaTable reads its version when it is opened.)
     after = compacted_batch(root)
     compacted = DeltaTable(table_uri(root, kind))
-    return merged(compacted, DeltaTable(table_uri(root, CHANGES)), kind, after)
+    return merged(compacted, kind, tails(DeltaTable(table_uri(root, CHANGES)), [kind], after)[kind])
 
 
 def compacted_batch(root: str) -> int:
@@ -104,39 +106,55 @@ def compacted_batch(root: str) -> int:
     return -1 if after is None else int(after)
 
 
-def merged(compacted_table: DeltaTable, changes: DeltaTable, kind: str, after: int) -> pa.Table:
-    """A per-kind table as stored, merged with its kind's `changes` rows after batch `after`.
+Rows = list[dict[str, Any]]
+"""Rendered rows of one per-kind table, with `op` and `pos`."""
+
+
+def merged(compacted_table: DeltaTable, kind: str, tail: Rows) -> pa.Table:
+    """A per-kind table as stored, merged with its rows from the newer `changes`.
 
     Args:
         compacted_table: The per-kind table `kind`, open at the version to read.
-        changes: `changes`, open at the version to read.
         kind: The per-kind table.
-        after: The last batch the per-kind table holds.
+        tail: Its rows from the `changes` rows after the batch it holds (`tails`).
     """
     schema = pa.schema(compacted_table.schema().to_arrow())
     compacted = query(compacted_table, "SELECT * FROM t")
-    tail = pa.Table.from_pylist(_tail(changes, kind, after),
-                                schema=schema.append(pa.field("op", pa.string())).append(
-                                    pa.field("pos", pa.int64())))
-    return _merge(compacted, tail, kind, list(schema.names)).cast(schema)
+    rows = pa.Table.from_pylist(tail, schema=schema.append(pa.field("op", pa.string())).append(
+        pa.field("pos", pa.int64())))
+    return _merge(compacted, rows, kind, list(schema.names)).cast(schema)
 
 
-def _tail(changes: DeltaTable, kind: str, after: int) -> list[dict[str, Any]]:
-    """`kind`'s rows of the `changes` rows after batch `after`, rendered (`streaming.render`),
-    with `op` and `pos`."""
-    if kind == STATE_TABLE:
+def tails(changes: DeltaTable, kinds: Collection[str], after: int) -> dict[str, Rows]:
+    """Each per-kind table's rows of the `changes` rows after batch `after`, rendered
+    (`streaming.render`), with `op` and `pos`.
+
+    The tail is read once and each released record decoded once, whatever number of
+    kinds it shows in (a table's create shows in most).
+    """
+    out: dict[str, Rows] = {kind: [] for kind in kinds}
+    if STATE_TABLE in out:
         states = query(changes, (
             f"SELECT catalog, resource_version, {STATE_TABLE} AS s FROM t "
             f"WHERE {STATE_TABLE} IS NOT NULL AND batch_id > {after}"))
-        return [{"catalog": row["catalog"], "resource_version": row["resource_version"],
-                 "op": "PUT", "pos": 0, **row["s"]} for row in states.to_pylist()]
+        out[STATE_TABLE] = [{"catalog": row["catalog"], "resource_version": row["resource_version"],
+                             "op": "PUT", "pos": 0, **row["s"]} for row in states.to_pylist()]
+    shown = [(kind, KINDS[kind]) for kind in out if kind != STATE_TABLE]
+    if not shown:
+        return out
     released = query(changes, (
         "SELECT catalog, resource_version, schema_epoch, keys, record FROM t "
         f"WHERE record IS NOT NULL AND batch_id > {after}"))
-    return [row for change in released.to_pylist()
-            if any(shows(KINDS[kind], key) for key in change["keys"])
-            for row in kind_rows(kind, change["catalog"], change["resource_version"],
-                                 change["schema_epoch"], change["record"])]
+    for change in released.to_pylist():
+        showing = [kind for kind, key_kind in shown
+                   if any(shows(key_kind, key) for key in change["keys"])]
+        if not showing:
+            continue
+        mutations = decode_event_dict(change["record"])["mutations"]
+        for kind in showing:
+            out[kind] += kind_rows(kind, change["catalog"], change["resource_version"],
+                                   change["schema_epoch"], mutations)
+    return out
 
 
 def _merge(compacted: pa.Table, tail: pa.Table, kind: str, columns: list[str]) -> pa.Table:

@@ -16,7 +16,6 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from events.codec import decode_event_dict
 from events.keys import (
     DATANODE_TABLE,
     LABEL_RULE,
@@ -96,7 +95,7 @@ left out by the table's schema)."""
 
 
 def kind_rows(table: str, catalog: str, resource_version: int, schema_epoch: int,
-              record: bytes) -> list[Row]:
+              mutations: list[dict[str, Any]]) -> list[Row]:
     """The rows of one per-kind table a released change writes, in its mutations' order.
 
     Args:
@@ -104,11 +103,12 @@ def kind_rows(table: str, catalog: str, resource_version: int, schema_epoch: int
         catalog: The change's catalog.
         resource_version: Its place in the catalog's log.
         schema_epoch: The epoch it is published at.
-        record: The event's Avro record, as `changes` keeps it.
+        mutations: The event's mutations (`decode_event_dict` of the record `changes`
+            keeps).
     """
     kind, render = KINDS[table], _RENDER[table]
     rows = []
-    for pos, mutation in enumerate(decode_event_dict(record)["mutations"]):
+    for pos, mutation in enumerate(mutations):
         key, value = mutation["key"], mutation["value"]
         if not shows(kind, key):
             continue
