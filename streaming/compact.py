@@ -12,15 +12,22 @@ ran beside far more (docs/benchmarks/projection.md): a few Spark jobs and
 Delta snapshots per table, whatever its size.
 
 `Maintenance` runs it and OPTIMIZE/VACUUM of `changes` on a schedule inside
-`metalog project`; OPTIMIZE/VACUUM run in a FAIR scheduler pool of their own
+`metalog project`. The compaction runs in a child process at a lower CPU priority
+(`COMPACTION_NICENESS`): in a thread of the driver it held the driver's interpreter
+lock for seconds, and every call a micro-batch's `foreachBatch` makes into the JVM
+waited for it. OPTIMIZE/VACUUM run in a FAIR scheduler pool of their own
 (`streaming.session.COMPACTION_POOL`) so a micro-batch never waits for them.
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -37,6 +44,9 @@ LOG = logging.getLogger(__name__)
 
 RETAIN_HOURS = 168.0
 """VACUUM keeps the files of the last week of versions (time travel, slow readers)."""
+
+COMPACTION_NICENESS = 10
+"""How much lower the compaction process's CPU priority is than the projection's."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +136,7 @@ class Maintenance:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="metalog-compaction",
                                         daemon=True)
+        self._compactor: ProcessPoolExecutor | None = None
 
     def start(self) -> Maintenance:
         """Start the thread (a no-op schedule when both periods are 0)."""
@@ -138,6 +149,20 @@ class Maintenance:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
+        if self._compactor is not None:
+            self._compactor.shutdown()
+
+    def _compact(self) -> Compaction | None:
+        """`compact` in the child process (started at the first one, kept for the next)."""
+        if self._compactor is None:
+            self._compactor = ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=os.nice, initargs=(COMPACTION_NICENESS,))
+        try:
+            return self._compactor.submit(compact, self.root).result()
+        except BrokenProcessPool:  # the child died: a new one for the next period
+            self._compactor = None
+            raise
 
     def _run(self) -> None:
         self.spark.sparkContext.setLocalProperty(POOL_PROPERTY, COMPACTION_POOL)
@@ -148,7 +173,7 @@ class Maintenance:
         while not self._stop.wait(max(0.0, min(next_compact, next_maintain) - time.monotonic())):
             try:
                 if time.monotonic() >= next_compact:
-                    done = compact(self.root)
+                    done = self._compact()
                     LOG.info("compaction: %s", done)
                     next_compact = time.monotonic() + self.compact_seconds
                 if time.monotonic() >= next_maintain:

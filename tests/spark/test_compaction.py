@@ -1,0 +1,59 @@
+"""The compaction `metalog project` schedules: in a child process, at a lower CPU priority."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+from pyspark.sql import SparkSession
+
+from bench.workload import Workload, encoded, produce
+from streaming.compact import COMPACTION_NICENESS, Maintenance
+from streaming.layout import CHANGES, KIND_TABLES
+from streaming.projection import ProjectionConfig, run_once
+from streaming.read import compacted_batch, read_current, read_table
+from tests.fixtures.kafka import TopicSet
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+PARTITIONS = 2
+
+
+def test_the_scheduled_compaction_runs_in_a_niced_child_and_reaches_the_last_batch(
+        spark: SparkSession, topics: Callable[..., TopicSet], tmp_path: Path) -> None:
+    made = topics(partitions=PARTITIONS)
+    work = Workload(["auto"], seed=29)
+    work.run(30)
+    records = encoded(work.events())
+    produce(made.bootstrap, made.events, records, PARTITIONS)
+    config = ProjectionConfig(made.bootstrap, made.events, str(tmp_path / "tables"),
+                              str(tmp_path / "cp"), max_offsets_per_trigger=len(records) // 3)
+    run_once(spark, config)
+    last = pc.max(read_table(config.delta_dir, CHANGES)["batch_id"]).as_py()
+    before = {t: sorted(map(str, read_current(config.delta_dir, t).to_pylist()))
+              for t in KIND_TABLES}
+    assert compacted_batch(config.delta_dir) == -1  # nothing compacted yet
+
+    maintenance = Maintenance(spark, config.delta_dir, 0.2, 0).start()
+    try:
+        deadline = time.monotonic() + 60
+        while compacted_batch(config.delta_dir) < last and time.monotonic() < deadline:
+            time.sleep(0.2)
+        children = multiprocessing.active_children()
+        own = os.getpriority(os.PRIO_PROCESS, 0)
+        niced = [c for c in children
+                 if os.getpriority(os.PRIO_PROCESS, c.pid or 0) == own + COMPACTION_NICENESS]
+    finally:
+        maintenance.stop()
+
+    assert compacted_batch(config.delta_dir) == last
+    assert niced, f"no child at niceness {own + COMPACTION_NICENESS}: {children}"
+    assert not multiprocessing.active_children()  # stopping it ends the child
+    for table in KIND_TABLES:  # what readers see is what they saw before the compaction
+        assert sorted(map(str, read_current(config.delta_dir, table).to_pylist())) == \
+            before[table], table
