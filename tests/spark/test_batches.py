@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
@@ -22,7 +23,7 @@ from streaming.decode import KAFKA_SCHEMA, decode
 from streaming.errors import OldCheckpoint
 from streaming.fold import FOLD_OUTPUT
 from streaming.projection import BatchWriter, LogWriter, ProjectionConfig, ensure_tables
-from streaming.read import read_rows
+from streaming.read import read_rows, table_uri
 from streaming.tables import region_label_columns
 from tests.spark.expect import assert_projection_equals
 
@@ -33,9 +34,9 @@ class Crash(Exception):
     """The driver dies between two appends of a batch."""
 
 
-def _folded(spark: SparkSession, events: list[Event]) -> DataFrame:
+def _folded(spark: SparkSession, events: list[Event], stale: bool = True) -> DataFrame:
     """What the fold emits for an auto-mode log read in one batch: change and state rows,
-    and a record of a fenced leader."""
+    and (with `stale`) a record of a fenced leader."""
     rows: list[Row] = []
     for event, (_, value) in zip(events, encoded(events), strict=True):
         if event.mutations:
@@ -47,9 +48,10 @@ def _folded(spark: SparkSession, events: list[Event]) -> DataFrame:
     rows.append(Row(row_type="state", catalog=last.catalog,
                     resource_version=last.resource_version, stable_epoch=last.schema_epoch,
                     leader_epoch=last.leader_epoch, publish_mode="auto"))
-    rows.append(Row(row_type="quarantine", catalog=last.catalog,
-                    resource_version=last.resource_version, value=encoded([last])[0][1],
-                    reason="stale leader_epoch 0"))
+    if stale:
+        rows.append(Row(row_type="quarantine", catalog=last.catalog,
+                        resource_version=last.resource_version, value=encoded([last])[0][1],
+                        reason="stale leader_epoch 0"))
     names = spark.createDataFrame([], FOLD_OUTPUT).columns
     return spark.createDataFrame([tuple(r.asDict().get(n) for n in names) for r in rows],
                                  FOLD_OUTPUT)
@@ -91,6 +93,23 @@ def test_a_batch_retried_after_a_crash_between_appends_appends_once(
     assert len(read_rows(config.delta_dir, "quarantine")) == 1
     assert len(read_rows(config.delta_dir, "changes")) == 1 + sum(
         1 for e in events if e.mutations)  # one row per released change, one per position
+
+
+def test_a_batch_with_nothing_quarantined_commits_nothing_to_quarantine(
+        spark: SparkSession, tmp_path: Path) -> None:
+    work = Workload(["auto"], seed=3)
+    work.run(10)
+    config = _config(tmp_path)
+    ensure_tables(spark, config)
+    quarantine = table_uri(config.delta_dir, "quarantine")
+    created = DeltaTable(quarantine).version()
+
+    BatchWriter(config)(_folded(spark, work.events(), stale=False), 0)
+    BatchWriter(config)(_folded(spark, work.events()), 1)  # one record of a fenced leader
+
+    assert [c.get("userMetadata") for c in DeltaTable(quarantine).history()
+            if c["version"] > created] == ["fold-1:1"]
+    assert len(read_rows(config.delta_dir, "quarantine")) == 1
 
 
 def test_a_log_batch_replayed_after_a_restart_is_logged_once(
