@@ -1,8 +1,8 @@
 """The Spark Structured Streaming projection of `metalog.events` into Delta tables.
 
 Kafka (read_committed) → the envelope of each record (`streaming.decode.envelope`;
-the raw bytes ride along) → `groupBy(catalog)` + `transformWithStateInPandas` with
-`streaming.fold.CatalogFold` (sequencing, gap holding and publication gating
+the raw bytes ride along) → `groupBy(partition)` + `transformWithStateInPandas` with
+`streaming.fold.PartitionFold` (sequencing, gap holding and publication gating
 per catalog, state in the RocksDB state store) → per micro-batch, in
 `foreachBatch`, one append to `changes` (the released changes as logged, and
 the catalogs' new positions: `streaming.changes`; readers render them), and
@@ -39,7 +39,7 @@ from streaming.changes import (
 )
 from streaming.decode import envelope, split
 from streaming.errors import OldCheckpoint, ProjectionError
-from streaming.fold import FOLD_INPUT, FOLD_OUTPUT, PLACE_COLUMNS, QUARANTINE, CatalogFold
+from streaming.fold import FOLD_INPUT, FOLD_OUTPUT, PLACE_COLUMNS, PartitionFold
 from streaming.layout import CHANGES
 from streaming.queries import Projection
 from streaming.session import LOG_POOL, configure, fold_partitions, scheduler_pool
@@ -242,17 +242,15 @@ def events_stream(spark: SparkSession, config: ProjectionConfig) -> tuple[DataFr
 def folded(raw: DataFrame) -> DataFrame:
     """The fold over a stream of Kafka rows: `streaming.fold.FOLD_OUTPUT` rows.
 
-    Only the envelope is decoded before the shuffle by catalog, and only what the
-    gate reads is shuffled (`FOLD_INPUT`; a record that does not decode keeps its
-    place too, `PLACE_COLUMNS`); records that do not decode go to one group of their
-    own (`QUARANTINE`).
+    Only the envelope is decoded before the shuffle by Kafka partition (a catalog's
+    records all live in one), and only what the gate reads is shuffled (`FOLD_INPUT`;
+    a record that does not decode keeps its place too, `PLACE_COLUMNS`).
     """
     decoded = F.col("catalog").isNotNull()
     events = envelope(raw).select(
-        F.coalesce("catalog", F.lit(QUARANTINE)).alias("fold_group"), *FOLD_INPUT,
-        *[F.when(~decoded, F.col(name)).alias(name) for name in PLACE_COLUMNS])
-    return events.groupBy("fold_group").transformWithStateInPandas(
-        CatalogFold(), FOLD_OUTPUT, "Append", "None")
+        *FOLD_INPUT, *[F.when(~decoded, F.col(name)).alias(name) for name in PLACE_COLUMNS])
+    return events.groupBy("partition").transformWithStateInPandas(
+        PartitionFold(), FOLD_OUTPUT, "Append", "None")
 
 
 def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projection:
@@ -318,6 +316,7 @@ def run_once(spark: SparkSession, config: ProjectionConfig) -> None:
 _OLD_STATE = (
     "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",  # kept no state store at all
     "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA",  # another fold operator
+    "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",  # the fold keyed by catalog, not by partition
 )
 """Spark's error classes for a checkpoint whose state an older projection wrote."""
 

@@ -23,6 +23,13 @@ def test_a_checkpoint_of_another_fold_operator_is_an_old_checkpoint() -> None:
     assert isinstance(error, OldCheckpoint)
 
 
+def test_a_checkpoint_of_the_fold_keyed_by_catalog_is_an_old_checkpoint() -> None:
+    error = failed(CONFIG, RuntimeError(  # what a checkpoint of 2026-11-28's fold gave
+        QUERY + "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match "
+        "existing state key schema."))
+    assert isinstance(error, OldCheckpoint) and "new --checkpoint" in str(error)
+
+
 def test_any_other_failure_is_one_line_naming_the_topic_and_the_cause() -> None:
     error = failed(CONFIG, RuntimeError(
         QUERY + "[KAFKA_DATA_LOSS] Some data may have been lost.\n=== Streaming Query ===\n"
