@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -105,6 +106,13 @@ def compact(root: str) -> Compaction | None:
     return Compaction(batch_id=reached, changes_version=changes.version(), tables=tables)
 
 
+def _child() -> None:
+    """The compaction process: a lower CPU priority, and Ctrl-C left to its parent (which
+    stops it between two compactions) instead of a traceback of its own."""
+    os.nice(COMPACTION_NICENESS)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def maintain(spark: SparkSession, root: str, retain_hours: float = RETAIN_HOURS) -> None:
     """OPTIMIZE `changes` and `metadata_log` (one commit per trigger makes many small files)
     and VACUUM the files older versions no longer need."""
@@ -156,8 +164,7 @@ class Maintenance:
         """`compact` in the child process (started at the first one, kept for the next)."""
         if self._compactor is None:
             self._compactor = ProcessPoolExecutor(
-                1, mp_context=multiprocessing.get_context("spawn"),
-                initializer=os.nice, initargs=(COMPACTION_NICENESS,))
+                1, mp_context=multiprocessing.get_context("spawn"), initializer=_child)
         try:
             return self._compactor.submit(compact, self.root).result()
         except BrokenProcessPool:  # the child died: a new one for the next period
