@@ -181,7 +181,9 @@ class Maintenance:
             try:
                 if time.monotonic() >= next_compact:
                     done = self._compact()
-                    LOG.info("compaction: %s", done)
+                    if done is not None:  # a period with nothing new says nothing
+                        LOG.info("compacted up to batch %d (%s)", done.batch_id,
+                                 ", ".join(done.tables))
                     next_compact = time.monotonic() + self.compact_seconds
                 if time.monotonic() >= next_maintain:
                     maintain(self.spark, self.root)

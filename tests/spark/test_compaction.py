@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import time
@@ -25,7 +26,9 @@ PARTITIONS = 2
 
 
 def test_the_scheduled_compaction_runs_in_a_niced_child_and_reaches_the_last_batch(
-        spark: SparkSession, topics: Callable[..., TopicSet], tmp_path: Path) -> None:
+        spark: SparkSession, topics: Callable[..., TopicSet], tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="streaming.compact")
     made = topics(partitions=PARTITIONS)
     work = Workload(["auto"], seed=29)
     work.run(30)
@@ -54,6 +57,9 @@ def test_the_scheduled_compaction_runs_in_a_niced_child_and_reaches_the_last_bat
     assert compacted_batch(config.delta_dir) == last
     assert niced, f"no child at niceness {own + COMPACTION_NICENESS}: {children}"
     assert not multiprocessing.active_children()  # stopping it ends the child
+    said = [r.getMessage() for r in caplog.records if r.name == "streaming.compact"]
+    assert said[0] == f"compacted up to batch {last} ({', '.join(KIND_TABLES)})", said
+    assert len(said) == 1, said  # the periods after it found nothing new and said nothing
     for table in KIND_TABLES:  # what readers see is what they saw before the compaction
         assert sorted(map(str, read_current(config.delta_dir, table).to_pylist())) == \
             before[table], table
