@@ -2,11 +2,6 @@
 
 - The copy (the limit): the same topic, every record appended raw to one
   Delta table per batch.
-
-Both tables get the projection's append properties (`APPEND_PROPERTIES`: a Delta
-checkpoint every 100 commits, not 10). With Delta's default a plain copy writes a
-checkpoint of its table inside every tenth batch (2.4 s against 0.35 s in a run of
-2026-11-28), so its figure would depend on whether the measured window holds one.
 - The floor of any fold kept in the state store: the projection's fold query
   without its work. Envelopes decoded (`streaming.decode.envelope`), grouped by
   Kafka partition in one shuffle partition through a `transformWithStateInPandas`
@@ -14,6 +9,11 @@ checkpoint of its table inside every tenth batch (2.4 s against 0.35 s in a run 
   one plain append per batch: no gate, no mutations decoded, no counting job,
   no log query beside it. Whatever a fold in the state store adds, it adds to
   this.
+
+Both tables get the projection's append properties (`APPEND_PROPERTIES`: a Delta
+checkpoint every 100 commits, not 10). With Delta's default a plain copy writes a
+checkpoint of its table inside every tenth batch (2.4 s against 0.35 s in a run of
+2026-11-28), so its figure would depend on whether the measured window holds one.
 """
 
 from __future__ import annotations

@@ -34,11 +34,10 @@ from datetime import UTC, datetime
 
 import delta.tables
 import pyarrow as pa
-import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
-from streaming.layout import CHANGES, COMPACTION, KIND_TABLES, KINDS, STATE_TABLE
+from streaming.layout import CHANGES, COMPACTION, KIND_TABLES
 from streaming.session import COMPACTION_POOL, POOL_PROPERTY
 
 LOG = logging.getLogger(__name__)
@@ -81,23 +80,18 @@ def compact(root: str) -> Compaction | None:
     # Imported here: every `metalog` command imports this module (its CLI's
     # defaults), and DuckDB, once imported, prints leak reports at some exits.
     from streaming.read import compacted_batch, merged, query, table_uri, tails
-    from streaming.render import kind_of
 
     changes = DeltaTable(table_uri(root, CHANGES))  # the version this compaction reaches
     after = compacted_batch(root)
-    newer = query(changes, f"SELECT batch_id, keys, {STATE_TABLE} IS NOT NULL AS moved "
-                           f"FROM t WHERE batch_id > {after}")
-    if not newer.num_rows:
+    newer = query(changes, f"SELECT max(batch_id) AS b FROM t WHERE batch_id > {after}")
+    reached = newer.column("b")[0].as_py()
+    if reached is None:
         return None
-    kinds = {kind_of(key) for keys in newer["keys"].to_pylist() for key in keys or ()}
-    if any(newer["moved"].to_pylist()):
-        kinds.add(STATE_TABLE)
-    tables = tuple(t for t in KIND_TABLES if KINDS[t] in kinds)
-    rows = tails(changes, tables, after)
+    rows = tails(changes, KIND_TABLES, after)
+    tables = tuple(table for table in KIND_TABLES if rows[table])  # the kinds it changed
     for table in tables:
         uri = table_uri(root, table)
         write_deltalake(uri, merged(DeltaTable(uri), table, rows.pop(table)), mode="overwrite")
-    reached = int(pc.max(newer["batch_id"]).as_py())
     record = DeltaTable(table_uri(root, COMPACTION))
     write_deltalake(record.table_uri, pa.Table.from_pylist(
         [{"batch_id": reached, "changes_version": changes.version(),

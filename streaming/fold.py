@@ -184,23 +184,25 @@ def _stored(event: Envelope) -> tuple[Any, ...]:
             event.payload)
 
 
-class _Output:
-    """The rows the gates of one batch emit, gathered column by column into one frame per
-    row type (a frame per catalog would cost pandas' construction per catalog)."""
+_ROW_COLUMNS = {
+    "change": ("catalog", "resource_version", "schema_epoch", "intent", "keys", "value"),
+    "quarantine": ("catalog", "resource_version", "value", "reason"),
+    "state": ("catalog", "resource_version", "stable_epoch", "leader_epoch", "publish_mode"),
+}
+"""The columns the gates fill in their rows, by `row_type` (a fenced leader's record is a
+`quarantine` row)."""
 
-    def __init__(self) -> None:
-        self.changes: dict[str, list[Any]] = {name: [] for name in (
-            "catalog", "resource_version", "schema_epoch", "intent", "keys", "value")}
-        self.stale: dict[str, list[Any]] = {name: [] for name in (
-            "catalog", "resource_version", "value", "reason")}
-        self.states: dict[str, list[Any]] = {name: [] for name in (
-            "catalog", "resource_version", "stable_epoch", "leader_epoch", "publish_mode")}
+Rows = dict[str, list[tuple[Any, ...]]]
+"""A batch's rows from the gates, by `row_type`, each a tuple in `_ROW_COLUMNS` order."""
 
-    def frames(self) -> Iterator[pd.DataFrame]:
-        for row_type, columns in (("change", self.changes), ("quarantine", self.stale),
-                                  ("state", self.states)):
-            if columns["catalog"]:
-                yield _rows(row_type, **columns)
+
+def _frames(rows: Rows) -> Iterator[pd.DataFrame]:
+    """One frame per row type for the batch's gates (a frame per catalog would cost pandas'
+    construction per catalog)."""
+    for row_type, found in rows.items():
+        if found:
+            columns = map(list, zip(*found, strict=True))
+            yield _rows(row_type, **dict(zip(_ROW_COLUMNS[row_type], columns, strict=True)))
 
 
 class PartitionFold(StatefulProcessor):
@@ -229,15 +231,16 @@ class PartitionFold(StatefulProcessor):
             return
         positions: dict[str, Position] = {row[0]: row for row in self._positions.get()}
         waiting = self._read_waiting(positions)
-        output, moved = _Output(), False
+        out: Rows = {row_type: [] for row_type in _ROW_COLUMNS}
+        moved = False
         for catalog, events in _envelopes(batch).items():
             stored = positions.get(catalog)
-            position = self._fold(catalog, stored, waiting.get(catalog, {}), events, output)
+            position = self._fold(catalog, stored, waiting.get(catalog, {}), events, out)
             if position != stored:
                 positions[catalog], moved = position, True
         if moved:
             self._positions.put(list(positions.values()))
-        yield from output.frames()
+        yield from _frames(out)
 
     def _read_waiting(self, positions: dict[str, Position]) -> dict[str, dict[int, Envelope]]:
         """The waiting events of the partition's catalogs, by catalog: one read of the map
@@ -249,29 +252,20 @@ class PartitionFold(StatefulProcessor):
         return waiting
 
     def _fold(self, catalog: str, stored: Position | None, waiting: dict[int, Envelope],
-              events: list[Envelope], output: _Output) -> Position:
-        """Run one catalog's gate over its events of the batch; its new position."""
+              events: list[Envelope], out: Rows) -> Position:
+        """Run one catalog's gate over its events of the batch, its rows into `out`; its new
+        position."""
         state = GateState(*stored[1:5]) if stored else GateState()
         stored_keys = set(waiting)
         gate = Gate(state=state, waiting=waiting)
         for event in events:
             gate.admit(event)
         released, stale = gate.advance()
-        changes = output.changes
-        for change in released:
-            changes["catalog"].append(catalog)
-            changes["resource_version"].append(change.resource_version)
-            changes["schema_epoch"].append(change.schema_epoch)
-            changes["intent"].append(change.intent)
-            changes["keys"].append(list(change.keys))
-            changes["value"].append(change.payload)
-        for event in stale:
-            output.stale["catalog"].append(catalog)
-            output.stale["resource_version"].append(event.resource_version)
-            output.stale["value"].append(event.payload)
-            output.stale["reason"].append(
-                f"stale leader_epoch {event.leader_epoch}: below {gate.state.leader_epoch}, "
-                "written by a fenced leader")
+        out["change"] += [(catalog, c.resource_version, c.schema_epoch, c.intent, list(c.keys),
+                            c.payload) for c in released]
+        out["quarantine"] += [
+            (catalog, e.resource_version, e.payload, f"stale leader_epoch {e.leader_epoch}: "
+             f"below {state.leader_epoch}, written by a fenced leader") for e in stale]
         # Every state call is a round trip to the JVM: an event admitted and
         # released within this batch never touches the store.
         for at in gate.removed & stored_keys:
@@ -281,8 +275,7 @@ class PartitionFold(StatefulProcessor):
         position = (catalog, state.resource_version, state.stable_epoch, state.leader_epoch,
                     state.publish_mode, len(gate.waiting))
         if position[1:5] != (stored[1:5] if stored else _NEW):
-            for name, value in zip(output.states, position[:5], strict=True):
-                output.states[name].append(value)
+            out["state"].append(position[:5])
         return position
 
     def close(self) -> None:

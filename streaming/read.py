@@ -31,7 +31,7 @@ from streaming.layout import (
     TABLES,
     key_columns,
 )
-from streaming.render import kind_rows, shows
+from streaming.render import kind_of, kind_rows
 
 
 def table_uri(root: str, name: str) -> str:
@@ -139,15 +139,15 @@ def tails(changes: DeltaTable, kinds: Collection[str], after: int) -> dict[str, 
             f"WHERE {STATE_TABLE} IS NOT NULL AND batch_id > {after}"))
         out[STATE_TABLE] = [{"catalog": row["catalog"], "resource_version": row["resource_version"],
                              "op": "PUT", "pos": 0, **row["s"]} for row in states.to_pylist()]
-    shown = [(kind, KINDS[kind]) for kind in out if kind != STATE_TABLE]
+    shown = [kind for kind in out if kind != STATE_TABLE]
     if not shown:
         return out
     released = query(changes, (
         "SELECT catalog, resource_version, schema_epoch, keys, record FROM t "
         f"WHERE record IS NOT NULL AND batch_id > {after}"))
     for change in released.to_pylist():
-        showing = [kind for kind, key_kind in shown
-                   if any(shows(key_kind, key) for key in change["keys"])]
+        touched = {kind_of(key) for key in change["keys"]}
+        showing = [kind for kind in shown if KINDS[kind] in touched]
         if not showing:
             continue
         mutations = decode_event_dict(change["record"])["mutations"]

@@ -13,12 +13,12 @@ import pyarrow.compute as pc
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.workload import Workload, encoded, produce
+from bench.workload import Workload, encoded
 from streaming.compact import COMPACTION_NICENESS, Maintenance
 from streaming.layout import CHANGES, KIND_TABLES
-from streaming.projection import ProjectionConfig, run_once
 from streaming.read import compacted_batch, read_current, read_table
 from tests.fixtures.kafka import TopicSet
+from tests.fixtures.spark import projected
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -32,11 +32,7 @@ def test_the_scheduled_compaction_runs_in_a_niced_child_and_reaches_the_last_bat
     made = topics(partitions=PARTITIONS)
     work = Workload(["auto"], seed=29)
     work.run(30)
-    records = encoded(work.events())
-    produce(made.bootstrap, made.events, records, PARTITIONS)
-    config = ProjectionConfig(made.bootstrap, made.events, str(tmp_path / "tables"),
-                              str(tmp_path / "cp"), max_offsets_per_trigger=len(records) // 3)
-    run_once(spark, config)
+    config = projected(spark, made, encoded(work.events()), tmp_path, PARTITIONS)
     last = pc.max(read_table(config.delta_dir, CHANGES)["batch_id"]).as_py()
     before = {t: sorted(map(str, read_current(config.delta_dir, t).to_pylist()))
               for t in KIND_TABLES}

@@ -13,9 +13,10 @@ from bench.workload import Workload, encoded, produce
 from streaming.compact import compact
 from streaming.current import change_feed, current, register_views
 from streaming.layout import KIND_TABLES, key_columns
-from streaming.projection import ProjectionConfig, run_once
+from streaming.projection import run_once
 from streaming.read import read_current
 from tests.fixtures.kafka import TopicSet
+from tests.fixtures.spark import projected
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -36,11 +37,7 @@ def test_spark_views_and_the_jvm_free_read_agree_and_the_feed_is_in_order(
     work.run(40)
     work.publish_some("explicit")
     work.run(20)
-    first = encoded(work.events())
-    produce(made.bootstrap, made.events, first, PARTITIONS)
-    config = ProjectionConfig(made.bootstrap, made.events, str(tmp_path / "tables"),
-                              str(tmp_path / "cp"), max_offsets_per_trigger=len(first) // 3)
-    run_once(spark, config)
+    config = projected(spark, made, encoded(work.events()), tmp_path, PARTITIONS)
     compact(config.delta_dir)
     seen = {c: len(catalog.events) for c, catalog in work.catalogs.items()}
     work.run(20)
