@@ -1,16 +1,18 @@
 """Resolve the JVM jars once with Maven and reuse them from a local cache.
 
-Two classpaths, two directories:
+Two classpaths and a jar of metalog's own, three directories:
 
 - ``broker/``: Apache Kafka (``kafka_2.13``) and a log4j2 backend, run as
   ``java -cp 'broker/*' kafka.Kafka``;
 - ``spark/``: what the pinned pyspark lacks (the Kafka source, Delta Lake).
   Any artifact that ``pyspark/jars`` already ships is excluded, so Spark never
-  sees two copies of a library.
+  sees two copies of a library;
+- ``local-fs/``: ``metalog-local-fs.jar``, compiled from ``jvm/java`` against
+  pyspark's Hadoop (``metalog.spark_session.FORKLESS_FS``).
 
 The cache lives in ``~/.cache/metalog/jars/<key>/`` (root overridable with
 ``METALOG_CACHE_DIR``), where ``<key>`` is the first 12 hex digits of the
-SHA-256 of the POMs, the Maven settings and the pyspark version. A resolution
+SHA-256 of the POMs, the Maven settings, the Java sources and the pyspark version. A resolution
 fills a temporary directory that is renamed into place at the end, so an
 interrupted run never leaves a half-filled cache behind.
 
@@ -28,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 from metalog.errors import JarsError
@@ -36,6 +39,8 @@ JVM_DIR = Path(__file__).parent / "jvm"
 BROKER_POM = JVM_DIR / "broker-pom.xml"
 SPARK_POM = JVM_DIR / "spark-pom.xml"
 MAVEN_SETTINGS = JVM_DIR / "settings.xml"
+JAVA_DIR = JVM_DIR / "java"
+LOCAL_FS_JAR = "metalog-local-fs.jar"
 # Pinned so that resolution behaves the same with any Maven 3.x installation.
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 MAVEN_TIMEOUT_S = 900
@@ -50,7 +55,7 @@ def cache_root() -> Path:
 def cache_key() -> str:
     """The first 12 hex digits of the SHA-256 of everything the jars depend on."""
     digest = hashlib.sha256()
-    for path in (BROKER_POM, SPARK_POM, MAVEN_SETTINGS):
+    for path in (BROKER_POM, SPARK_POM, MAVEN_SETTINGS, *_java_sources()):
         digest.update(path.read_bytes())
     digest.update(importlib.metadata.version("pyspark").encode())
     return digest.hexdigest()[:12]
@@ -67,6 +72,28 @@ def pyspark_jars_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise JarsError("pyspark is not installed: run `pip install -e .[dev]` (or `make jars`)")
     return Path(next(iter(spec.submodule_search_locations))) / "jars"
+
+
+def _java_sources() -> list[Path]:
+    return sorted(JAVA_DIR.rglob("*.java"))
+
+
+def _compile_local_fs(workdir: Path, out: Path) -> None:
+    """Compile the Java sources against pyspark's Hadoop into ``out/LOCAL_FS_JAR``."""
+    javac = shutil.which("javac")
+    if javac is None:
+        raise JarsError("the Java compiler (`javac`) is not on PATH: install a JDK 17+")
+    hadoop = sorted(pyspark_jars_dir().glob("hadoop-client-api-*.jar"))
+    classes = workdir / "classes"
+    cmd = [javac, "--release", "17", "-nowarn", "-d", str(classes),
+           "-cp", os.pathsep.join(map(str, hadoop)), *map(str, _java_sources())]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise JarsError(f"javac failed on {JAVA_DIR}:\n{proc.stdout}{proc.stderr}")
+    out.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out / LOCAL_FS_JAR, "w") as jar:
+        for path in sorted(classes.rglob("*.class")):
+            jar.write(path, path.relative_to(classes).as_posix())
 
 
 def _mvn(pom: Path, workdir: Path, goal: str, *props: str) -> None:
@@ -131,6 +158,7 @@ def resolve() -> Path:
             work.mkdir()
             if pom is None:
                 _resolve_spark(work, tmp / name)
+                _compile_local_fs(work, tmp / "local-fs")
             else:
                 _mvn(pom, work, "copy-dependencies", f"-DoutputDirectory={tmp / name}")
             shutil.rmtree(work)
@@ -147,6 +175,11 @@ def resolve() -> Path:
 def broker_classpath() -> str:
     """The Java classpath of the Kafka broker (a ``dir/*`` wildcard entry)."""
     return str(resolve() / "broker" / "*")
+
+
+def local_fs_jar() -> Path:
+    """The jar of metalog's local file system for Hadoop (`_compile_local_fs`)."""
+    return resolve() / "local-fs" / LOCAL_FS_JAR
 
 
 def spark_jars() -> list[Path]:

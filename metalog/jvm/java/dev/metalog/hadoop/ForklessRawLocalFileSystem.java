@@ -1,0 +1,56 @@
+package dev.metalog.hadoop;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.EnumSet;
+import java.util.Set;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RawLocalFileSystem;
+import org.apache.hadoop.fs.permission.FsPermission;
+
+/**
+ * Hadoop's raw local file system without the processes it starts for every file.
+ *
+ * <p>Without Hadoop's native library, {@link RawLocalFileSystem} runs {@code chmod} to set a
+ * new file's permission and {@code readlink} to tell whether a path is a symbolic link, each
+ * a process forked from the JVM. A streaming micro-batch writes a few small files (its
+ * offsets, its commit, a Delta log entry, the state store's changelog), each with a checksum
+ * file and a rename, and paid about thirty processes for them. Here both are calls of
+ * {@code java.nio.file}, with the same results; anything else is Hadoop's own.
+ */
+public class ForklessRawLocalFileSystem extends RawLocalFileSystem {
+
+  private static final PosixFilePermission[] BITS = {
+    PosixFilePermission.OTHERS_EXECUTE, PosixFilePermission.OTHERS_WRITE,
+    PosixFilePermission.OTHERS_READ, PosixFilePermission.GROUP_EXECUTE,
+    PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_READ,
+    PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE,
+    PosixFilePermission.OWNER_READ,
+  };
+
+  @Override
+  public void setPermission(Path path, FsPermission permission) throws IOException {
+    short mode = permission.toShort();
+    if ((mode & ~0777) != 0) {
+      super.setPermission(path, permission); // the sticky bit: only chmod sets it
+      return;
+    }
+    Set<PosixFilePermission> set = EnumSet.noneOf(PosixFilePermission.class);
+    for (int bit = 0; bit < BITS.length; bit++) {
+      if ((mode & (1 << bit)) != 0) {
+        set.add(BITS[bit]);
+      }
+    }
+    Files.setPosixFilePermissions(pathToFile(path).toPath(), set);
+  }
+
+  @Override
+  public FileStatus getFileLinkStatus(Path path) throws IOException {
+    if (Files.isSymbolicLink(pathToFile(path).toPath())) {
+      return super.getFileLinkStatus(path);
+    }
+    return getFileStatus(path); // what Hadoop answers for a path that is not a link
+  }
+}
