@@ -12,9 +12,9 @@ Two classpaths and a jar of metalog's own, three directories:
 
 The cache lives in ``~/.cache/metalog/jars/<key>/`` (root overridable with
 ``METALOG_CACHE_DIR``), where ``<key>`` is the first 12 hex digits of the
-SHA-256 of the POMs, the Maven settings, the Java sources and the pyspark version. A resolution
-fills a temporary directory that is renamed into place at the end, so an
-interrupted run never leaves a half-filled cache behind.
+SHA-256 of the POMs, the Maven settings, the Java sources and the pyspark
+version. A resolution fills a temporary directory that is renamed into place at
+the end, so an interrupted run never leaves a half-filled cache behind.
 
 Run ``python -m metalog.jars`` to resolve and print the paths.
 """
@@ -75,6 +75,7 @@ def pyspark_jars_dir() -> Path:
 
 
 def _java_sources() -> list[Path]:
+    """metalog's own Java sources (`_compile_local_fs`), in a stable order."""
     return sorted(JAVA_DIR.rglob("*.java"))
 
 
