@@ -372,6 +372,9 @@ def _print(args: argparse.Namespace, results: dict[str, dict[str, object]],
                 if job in results:
                     ratio = _rate(results[job]) / max(_rate(results["copy"]), 1e-9)
                     print(f"\n{job} ÷ copy, steady state: {ratio:.2f}")
+        if "projection" in results and "floor" in results:  # what the fold's own work costs
+            ratio = _rate(results["projection"]) / max(_rate(results["floor"]), 1e-9)
+            print(f"\nprojection ÷ floor, steady state: {ratio:.2f}")
     if rates and all(f"fresh {rates[0]:.0f}" in r for r in results.values()):
         print(f"\nFreshness (ack → visible in Delta), p50 / p99, trigger {args.trigger} s, "
               f"{args.seconds} s offered per rate after a {args.warmup_seconds} s warm-up\n")
