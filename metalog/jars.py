@@ -79,22 +79,23 @@ def _java_sources() -> list[Path]:
     return sorted(JAVA_DIR.rglob("*.java"))
 
 
-def _compile_local_fs(workdir: Path, out: Path) -> None:
+def _compile_local_fs(out: Path) -> None:
     """Compile the Java sources against pyspark's Hadoop into ``out/LOCAL_FS_JAR``."""
     javac = shutil.which("javac")
     if javac is None:
         raise JarsError("the Java compiler (`javac`) is not on PATH: install a JDK 17+")
     hadoop = sorted(pyspark_jars_dir().glob("hadoop-client-api-*.jar"))
-    classes = workdir / "classes"
-    cmd = [javac, "--release", "17", "-nowarn", "-d", str(classes),
-           "-cp", os.pathsep.join(map(str, hadoop)), *map(str, _java_sources())]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise JarsError(f"javac failed on {JAVA_DIR}:\n{proc.stdout}{proc.stderr}")
-    out.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(out / LOCAL_FS_JAR, "w") as jar:
-        for path in sorted(classes.rglob("*.class")):
-            jar.write(path, path.relative_to(classes).as_posix())
+    with tempfile.TemporaryDirectory() as built:
+        classes = Path(built)
+        cmd = [javac, "--release", "17", "-nowarn", "-d", str(classes),
+               "-cp", os.pathsep.join(map(str, hadoop)), *map(str, _java_sources())]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise JarsError(f"javac failed on {JAVA_DIR}:\n{proc.stdout}{proc.stderr}")
+        out.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(out / LOCAL_FS_JAR, "w") as jar:
+            for path in sorted(classes.rglob("*.class")):
+                jar.write(path, path.relative_to(classes).as_posix())
 
 
 def _mvn(pom: Path, workdir: Path, goal: str, *props: str) -> None:
@@ -139,13 +140,14 @@ def _resolve_spark(workdir: Path, out: Path) -> None:
 
 
 def resolve() -> Path:
-    """Resolve both classpaths into the cache unless they are already there.
+    """Resolve both classpaths and compile metalog's jar into the cache unless they are
+    already there.
 
     Returns:
-        The cache directory holding ``broker/`` and ``spark/``.
+        The cache directory holding ``broker/``, ``spark/`` and ``local-fs/``.
 
     Raises:
-        JarsError: Maven is missing or could not resolve an artifact.
+        JarsError: Maven or `javac` is missing, or failed.
     """
     target = jars_dir()
     if target.is_dir():
@@ -159,10 +161,10 @@ def resolve() -> Path:
             work.mkdir()
             if pom is None:
                 _resolve_spark(work, tmp / name)
-                _compile_local_fs(work, tmp / "local-fs")
             else:
                 _mvn(pom, work, "copy-dependencies", f"-DoutputDirectory={tmp / name}")
             shutil.rmtree(work)
+        _compile_local_fs(tmp / "local-fs")
         try:
             tmp.rename(target)
         except OSError:

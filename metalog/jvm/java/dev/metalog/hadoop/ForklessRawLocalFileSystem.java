@@ -2,9 +2,7 @@ package dev.metalog.hadoop;
 
 import java.io.IOException;
 import java.nio.file.Files;
-import java.nio.file.attribute.PosixFilePermission;
-import java.util.EnumSet;
-import java.util.Set;
+import java.nio.file.attribute.PosixFilePermissions;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
@@ -22,28 +20,14 @@ import org.apache.hadoop.fs.permission.FsPermission;
  */
 public class ForklessRawLocalFileSystem extends RawLocalFileSystem {
 
-  private static final PosixFilePermission[] BITS = {
-    PosixFilePermission.OTHERS_EXECUTE, PosixFilePermission.OTHERS_WRITE,
-    PosixFilePermission.OTHERS_READ, PosixFilePermission.GROUP_EXECUTE,
-    PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_READ,
-    PosixFilePermission.OWNER_EXECUTE, PosixFilePermission.OWNER_WRITE,
-    PosixFilePermission.OWNER_READ,
-  };
-
   @Override
   public void setPermission(Path path, FsPermission permission) throws IOException {
-    short mode = permission.toShort();
-    if ((mode & ~0777) != 0) {
-      super.setPermission(path, permission); // the sticky bit: only chmod sets it
+    if (permission.getStickyBit()) {
+      super.setPermission(path, permission); // only chmod sets the sticky bit
       return;
     }
-    Set<PosixFilePermission> set = EnumSet.noneOf(PosixFilePermission.class);
-    for (int bit = 0; bit < BITS.length; bit++) {
-      if ((mode & (1 << bit)) != 0) {
-        set.add(BITS[bit]);
-      }
-    }
-    Files.setPosixFilePermissions(pathToFile(path).toPath(), set);
+    Files.setPosixFilePermissions(pathToFile(path).toPath(),
+        PosixFilePermissions.fromString(permission.toString())); // "rwxr-x---"
   }
 
   @Override
