@@ -21,9 +21,14 @@ Run with ``python -m bench.leader`` (see ``--help``). In one bounded run it:
    encoded event + reply bytes committed with raw transactional produce,
    batched like the leader, with the leader's producer settings
    (``bench.leader_raw``);
-5. runs etcd compare-and-put transactions of a value of the event's size,
+5. runs the remote path's floor at the same client counts: each command's
+   raw Kafka round trip (``bench.leader_raw.RawRoundTrip``: a command record
+   produced with the client's settings, read committed, an event and a reply
+   committed per command in one transaction, the reply read committed),
+   nothing decoded, decided or encoded, on topics of its own;
+6. runs etcd compare-and-put transactions of a value of the event's size,
    one key per client thread (``bench.leader_etcd``);
-6. stops everything and prints a markdown table for BENCHMARKS.md.
+7. stops everything and prints a markdown table for BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from pathlib import Path
 from bench.leader_cpu import CpuWindow, per_command_us
 from bench.leader_etcd import EtcdKey, EtcdServer, ensure_etcd
 from bench.leader_load import Op, Result, closed_loop, open_loop
-from bench.leader_raw import RawCommitter
+from bench.leader_raw import RawCommitter, RawRoundTrip
 from bench.leader_report import SYSTEMS, broker_pauses, report
 from bench.ports import free_port_pair
 from events.codec import encode_event, encode_reply
@@ -61,7 +66,7 @@ from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
 from producers.kafka.routing import read_layout
 from producers.leader.leader import Leader
 from producers.leader.log import read_events
-from projector.kafka.topics import create_topics
+from projector.kafka.topics import create_metalog_topics, create_topics
 
 KAFKA_PORTS = (19692, 19792, 19992)
 ETCD_PORTS = (23790, 23890, 23990)
@@ -277,6 +282,25 @@ def run_leader(
     return results, opened
 
 
+def run_roundtrip(bootstrap: str, event: bytes, counts: list[int], args: argparse.Namespace,
+                  broker_pid: int) -> dict[tuple[str, int], Result]:  # fmt: skip
+    """The remote path's floor at each client count: `RawRoundTrip` on topics of its own."""
+    topics = Topics(f"bench-roundtrip-{uuid.uuid4().hex[:8]}")
+    create_metalog_topics(bootstrap, topics.prefix, 1)
+    results = {}
+    for n in counts:
+        with RawRoundTrip(bootstrap, topics, event, transactional_id=f"{topics.prefix}-{n}",
+                          client_group=f"{topics.prefix}-clients-{n}") as trip:  # fmt: skip
+            results["roundtrip", n] = measured(
+                lambda: closed_loop("roundtrip", [trip.command] * n,  # noqa: B023
+                                    args.warmup, args.duration),
+                {"broker": broker_pid, "clients+committer": os.getpid()},
+                args.warmup, args.duration,
+            )  # fmt: skip
+        _log(f"roundtrip @{n}: {results['roundtrip', n]} in {trip.transactions} transactions")
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     """Set up, run every phase, tear down, print the table."""
     parser = argparse.ArgumentParser(
@@ -386,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
                         raw_pids, args.warmup + 0.1, args.open_duration,
                     ))  # fmt: skip
                 _log(f"raw open loop: {open_results[-1]} in {raw.transactions} transactions")
+        if "roundtrip" in systems:
+            results |= run_roundtrip(bootstrap, event, counts, args, broker_pid)
         if etcd_binary is not None:
             with EtcdServer(etcd_binary, root / "etcd", etcd_port):
                 _log(f"etcd on 127.0.0.1:{etcd_port}")

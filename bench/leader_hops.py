@@ -16,7 +16,8 @@ compare):
 The leader subprocess and the client are the product's own classes; only
 their Kafka clients are replaced by subclasses that note the time (nothing in
 the product is changed). Then raw transactional produce (``bench.leader_raw``)
-is timed the same way. Phases: 1 client closed loop, then ``--rate`` open loop.
+is timed the same way. Phases: 1 client closed loop, then ``--rate`` open loop,
+then (with ``--clients N``) N client threads closed loop, each on its own table.
 Prints, per phase, the p50 / p99 (ms) of each hop.
 """
 
@@ -34,6 +35,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -260,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--duration", type=float, default=10.0, help="s per phase (10)")
     parser.add_argument("--rate", type=float, default=1000.0, help="open loop /s (1000)")
+    parser.add_argument("--clients", type=int, default=0,
+                        help="also a closed loop of this many client threads (0: none)")
     parser.add_argument("--warmup", type=float, default=20.0, help="s of load first (20)")
     parser.add_argument("--no-raw", action="store_true", help="skip raw transactional produce")
     parser.add_argument("--dump", type=Path, help="write every command's stamps here (JSON)")
@@ -294,12 +298,16 @@ def main(argv: list[str] | None = None) -> int:
             warm: Stamps = {}
             open_loop("warm-up", _timed(client, tables, warm, 0.0), args.rate, 0.0,
                       args.warmup, pool=256)  # fmt: skip
-            for name, rate in (("1 client", None), (f"{args.rate:,.0f}/s open loop", args.rate)):
+            leader_phases = [("1 client", None), (f"{args.rate:,.0f}/s open loop", args.rate)]
+            if args.clients:
+                leader_phases.append((f"{args.clients} clients", None))
+            for name, rate in leader_phases:
                 calls: Stamps = {}
                 since = time.time() + 1.0
                 if rate is None:
                     op = _timed(client, tables, calls, since)
-                    result = closed_loop("leader", [lambda: op(0)], 1.0,  # noqa: B023
+                    count = args.clients if name.endswith("clients") else 1
+                    result = closed_loop("leader", [partial(op, i) for i in range(count)], 1.0,
                                          args.duration)  # fmt: skip
                 else:
                     result = open_loop("leader", _timed(client, tables, calls, since), rate,

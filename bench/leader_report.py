@@ -16,12 +16,14 @@ SYSTEMS = {
     "leader": "leader",
     "embedded": "leader, embedded",
     "raw": "raw Kafka txn (limit)",
+    "roundtrip": "raw Kafka round trip (remote path's floor)",
     "etcd": "etcd compare-and-put txn",
 }
 _SAFEPOINT = re.compile(r'T(\d\d:\d\d:\d\d)[^]]*\]\[[\d.]+s\] Safepoint "(\w+)".* Total: (\d+) ns')
 """A JDK 17 safepoint line of the broker's gc.log: UTC time, operation, stop-the-world time."""
 
-RATIOS = (("leader", "raw"), ("leader", "etcd"), ("embedded", "raw"), ("embedded", "etcd"))
+RATIOS = (("leader", "raw"), ("leader", "etcd"), ("embedded", "raw"), ("embedded", "etcd"),
+          ("leader", "roundtrip"), ("roundtrip", "etcd"))
 
 
 def _cell(r: Result | None) -> str:

@@ -12,10 +12,14 @@ stopped at the end; prints one JSON document). Phases, in one run:
   events, auto mode), produced in transactions of 10,000;
 - raw decode: every record of the catalog fetched first, then
   `events.codec.decode_event` over them alone (the limit);
+- the floor of a Python replay (`bench.replay_floor`): the same records
+  decoded, checked and written by the least a fold must do, as one flat loop
+  over one dict, from memory (no read from Kafka); `floor_vs_decode` is where
+  any Python replay of this log stops, `replay_vs_floor` what the fold adds;
 - as-of replay of the whole log from Kafka with no snapshot
   (`projector.replay.asof.replay_as_of`: read, decode, fold), taking turns
-  with the raw decode `--rounds` times (default 3); `replay_vs_decode` is the
-  ratio of the medians, each round's is listed beside it;
+  with the raw decode and the floor `--rounds` times (default 3); `replay_vs_decode`
+  is the ratio of the medians, each round's is listed beside it;
 - a snapshot written 1,000 events below a point near the end, then the
   replay to the point from it (load + the tail);
 - the history of one table (`metalog.cli_history.history_of`): reads the
@@ -64,6 +68,7 @@ from confluent_kafka import TopicPartition
 from bench.apply import CATALOG
 from bench.baseline import BENCH_PORTS
 from bench.ports import free_port_pair
+from bench.replay_floor import floor_s as replay_floor_s
 from bench.workload import Workload, produce
 from events.codec import decode_event, encode_event
 from events.intents import TableCreated
@@ -204,21 +209,28 @@ def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
         return out
     records = fetch(bootstrap, topics)
     assert len(records) == count
-    decodes, replays = [], []
-    for _ in range(rounds):  # taking turns, so a burst of load hits both alike
+    decodes, floors, replays = [], [], []
+    for _ in range(rounds):  # taking turns, so a burst of load hits all alike
         decodes.append(_decode_s(records))
+        floor_s, floor_keys = replay_floor_s(records)
+        floors.append(floor_s)
         started = time.perf_counter()  # the collector paused by the replay itself
         image = replay_as_of(bootstrap, topics, CATALOG, Point(resource_version=count))
         replays.append(time.perf_counter() - started)
         assert image.resource_version == count
         keys = len(image.head)
+        assert keys == floor_keys, f"the floor holds {floor_keys} keys, the replay {keys}"
         del image
     del records
     out["raw_decode_events_per_s"] = [round(count / s) for s in decodes]
+    out["floor_events_per_s"] = [round(count / s) for s in floors]
     out["replay_events_per_s"] = [round(count / s) for s in replays]
     pairs = zip(decodes, replays, strict=True)
     out["replay_vs_decode_per_round"] = [round(d / r, 2) for d, r in pairs]
-    out["replay_vs_decode"] = round(statistics.median(decodes) / statistics.median(replays), 2)
+    decode, replay = statistics.median(decodes), statistics.median(replays)
+    out["replay_vs_decode"] = round(decode / replay, 2)
+    out["floor_vs_decode"] = round(decode / statistics.median(floors), 2)
+    out["replay_vs_floor"] = round(statistics.median(floors) / replay, 2)
     if spark:
         out.update(_spark_replay(bootstrap, topics, count, keys))
         out["spark_vs_python_s"] = round(out["spark_replay_s"] / statistics.median(replays), 1)
@@ -250,7 +262,7 @@ def main() -> None:
     parser.add_argument("--no-full-decode", action="store_true",
                         help="skip the history over every event decoded (the old path)")
     parser.add_argument("--rounds", type=int, default=3,
-                        help="raw decode and whole-log replay, taking turns this many times")
+                        help="raw decode, floor and whole-log replay, taking turns this many times")
     parser.add_argument("--spark", action="store_true",
                         help="also replay the log with the Spark batch job (streaming.replay)")
     parser.add_argument("--state-dir", type=Path, default=None,
