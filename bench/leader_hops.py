@@ -294,19 +294,19 @@ def main(argv: list[str] | None = None) -> int:
         out = root / "leader-stamps.json"
         phases: dict[str, Stamps] = {}
         with _leader(config.bootstrap, topics.prefix, out, root / "leader.log"):
-            tables = create_tables(client, 256)
+            tables = create_tables(client, max(256, args.clients))
             warm: Stamps = {}
             open_loop("warm-up", _timed(client, tables, warm, 0.0), args.rate, 0.0,
                       args.warmup, pool=256)  # fmt: skip
-            leader_phases = [("1 client", None), (f"{args.rate:,.0f}/s open loop", args.rate)]
+            # (name, open-loop rate or None for a closed loop, client threads)
+            leader_phases = [("1 client", None, 1), (f"{args.rate:,.0f}/s open loop", args.rate, 0)]
             if args.clients:
-                leader_phases.append((f"{args.clients} clients", None))
-            for name, rate in leader_phases:
+                leader_phases.append((f"{args.clients} clients", None, args.clients))
+            for name, rate, count in leader_phases:
                 calls: Stamps = {}
                 since = time.time() + 1.0
                 if rate is None:
                     op = _timed(client, tables, calls, since)
-                    count = args.clients if name.endswith("clients") else 1
                     result = closed_loop("leader", [partial(op, i) for i in range(count)], 1.0,
                                          args.duration)  # fmt: skip
                 else:

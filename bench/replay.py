@@ -212,8 +212,8 @@ def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
     decodes, floors, replays = [], [], []
     for _ in range(rounds):  # taking turns, so a burst of load hits all alike
         decodes.append(_decode_s(records))
-        floor_s, floor_keys = replay_floor_s(records)
-        floors.append(floor_s)
+        seconds, floor_keys = replay_floor_s(records)
+        floors.append(seconds)
         started = time.perf_counter()  # the collector paused by the replay itself
         image = replay_as_of(bootstrap, topics, CATALOG, Point(resource_version=count))
         replays.append(time.perf_counter() - started)

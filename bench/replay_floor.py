@@ -5,11 +5,11 @@ Each event is decoded (`events.codec.decode_event`, as the replay does) and
 then checked and written as one flat loop over one dict: the resource_version
 follows the last, the hash chain holds, every requirement holds, every table
 goes to the next version (its info's: the bench's log drops no table), and the
-mutations are written (a PUT stores the
-value as read, a DELETE removes the key). No calls, no modes, no packing, no
-indexes, no read from Kafka (the records are in memory): what the real
-fold does besides (`projector.fold`) is what a replay of this design adds to
-it. A fault raises `AssertionError`: the floor must replay the same log.
+mutations are written (a PUT stores the value as read, a DELETE removes the
+key). No calls, no modes, no packing, no indexes, no read from Kafka (the
+records are in memory): what the real fold does besides (`projector.fold`) is
+what a replay of this design adds to it. A fault raises `AssertionError`: the
+floor must replay the same log.
 """
 
 from __future__ import annotations
