@@ -34,7 +34,6 @@ Run with ``python -m bench.leader`` (see ``--help``). In one bounded run it:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import subprocess
 import sys
@@ -42,17 +41,24 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.leader_cpu import CpuWindow, per_command_us
-from bench.leader_etcd import EtcdKey, EtcdServer, ensure_etcd
+from bench.leader_cpu import measured
+from bench.leader_etcd import ensure_etcd
 from bench.leader_load import Op, Result, closed_loop, open_loop
-from bench.leader_raw import RawCommitter, RawRoundTrip
+from bench.leader_references import (
+    RAW_EVENTS,
+    RAW_REPLIES,
+    log,
+    rates,
+    run_etcd,
+    run_raw,
+    run_roundtrip,
+)
 from bench.leader_report import SYSTEMS, broker_pauses, report
 from bench.ports import free_port_pair
 from events.codec import encode_event, encode_reply
@@ -66,7 +72,7 @@ from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
 from producers.kafka.routing import read_layout
 from producers.leader.leader import Leader
 from producers.leader.log import read_events
-from projector.kafka.topics import create_metalog_topics, create_topics
+from projector.kafka.topics import create_topics
 
 KAFKA_PORTS = (19692, 19792, 19992)
 ETCD_PORTS = (23790, 23890, 23990)
@@ -78,12 +84,7 @@ COLUMNS = (
     Column(name="host", data_type="string"),
     Column(name="value", data_type="float64"),
 )
-RAW_EVENTS, RAW_REPLIES = "bench.raw.events", "bench.raw.replies"
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _log(message: str) -> None:
-    print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
 
 
 @contextmanager
@@ -209,18 +210,6 @@ def _alter_op(client: MetadataClient, table: Table) -> Op:
     return op
 
 
-def measured(result: Callable[[], Result], pids: dict[str, int], warmup: float,
-             duration: float) -> Result:  # fmt: skip
-    """``result()`` with the CPU per acknowledged command of ``pids`` over its window."""
-    window = CpuWindow(pids, warmup, duration).start()
-    done = result()
-    return dataclasses.replace(done, cpu_us=per_command_us(window.join(), done.ops))
-
-
-def _rates(text: str) -> list[float]:
-    return [rate for rate in (float(x) for x in text.split(",") if x.strip()) if rate > 0]
-
-
 @contextmanager
 def served(
     system: str, bootstrap: str, topics: Topics, shared: MetadataClient, log_file: Path,
@@ -229,7 +218,7 @@ def served(
     """The leader of ``system`` running; yields the client to call it and the pids to watch."""
     if system == "leader":
         with leader_process(bootstrap, topics, log_file) as pid:
-            _log(f"leader: pid {pid}, log {log_file}")
+            log(f"leader: pid {pid}, log {log_file}")
             yield shared, {"broker": broker_pid, "leader": pid, "clients": os.getpid()}
         return
     with Leader(bootstrap, topics=topics, group_id="bench-leaders") as leader:
@@ -254,7 +243,7 @@ def run_leader(
                 ops = leader_ops(bootstrap, topics, client, tables[: max(counts)], per_thread,
                                  clients)  # fmt: skip
                 warm = closed_loop("warm-up", ops, 0.0, args.broker_warmup)
-            _log(f"{system} warm-up: {warm}")
+            log(f"{system} warm-up: {warm}")
         for n in counts:
             with ExitStack() as clients:
                 ops = leader_ops(bootstrap, topics, client, tables[:n], per_thread, clients)
@@ -262,7 +251,7 @@ def run_leader(
                     lambda: closed_loop(system, ops, args.warmup, args.duration),  # noqa: B023
                     pids, args.warmup, args.duration,
                 )  # fmt: skip
-            _log(f"{system} @{n}: {results[system, n]}")
+            log(f"{system} @{n}: {results[system, n]}")
         pool = tables[: args.open_tables]
         counter = iter(range(1 << 62))
         lock = threading.Lock()
@@ -272,33 +261,14 @@ def run_leader(
                 k = next(counter)
             alter(client, pool[slot], k)
 
-        for rate in _rates(args.rate):
+        for rate in rates(args.rate):
             opened.append(measured(
                 lambda: open_loop(system, offered, rate, args.warmup,  # noqa: B023
                                   args.open_duration, pool=len(pool)),
                 pids, args.warmup + 0.1, args.open_duration,
             ))  # fmt: skip
-            _log(f"{system} open loop: {opened[-1]}")
+            log(f"{system} open loop: {opened[-1]}")
     return results, opened
-
-
-def run_roundtrip(bootstrap: str, event: bytes, counts: list[int], args: argparse.Namespace,
-                  broker_pid: int) -> dict[tuple[str, int], Result]:  # fmt: skip
-    """The remote path's floor at each client count: `RawRoundTrip` on topics of its own."""
-    topics = Topics(f"bench-roundtrip-{uuid.uuid4().hex[:8]}")
-    create_metalog_topics(bootstrap, topics.prefix, 1)
-    results = {}
-    for n in counts:
-        with RawRoundTrip(bootstrap, topics, event, transactional_id=f"{topics.prefix}-{n}",
-                          client_group=f"{topics.prefix}-clients-{n}") as trip:  # fmt: skip
-            results["roundtrip", n] = measured(
-                lambda: closed_loop("roundtrip", [trip.command] * n,  # noqa: B023
-                                    args.warmup, args.duration),
-                {"broker": broker_pid, "clients+committer": os.getpid()},
-                args.warmup, args.duration,
-            )  # fmt: skip
-        _log(f"roundtrip @{n}: {results['roundtrip', n]} in {trip.transactions} transactions")
-    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -366,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
             state_dir=root / "kafka", port=kafka_port, controller_port=kafka_port + 1,
             topic_prefix=topics.prefix, heap=args.broker_heap,
         )  # fmt: skip
-        _log(f"starting the broker on {config.bootstrap} (heap {config.heap})")
+        log(f"starting the broker on {config.bootstrap} (heap {config.heap})")
         stack.up(config)
         stack_.callback(stack.down, config)
         broker_pid = int(stack.status(config)["pid"])
@@ -378,10 +348,10 @@ def main(argv: list[str] | None = None) -> int:
         log_file = root / "leader.log"
         with leader_process(bootstrap, topics, log_file):
             tables = create_tables(
-                shared, max(max(counts), args.open_tables if _rates(args.rate) else 0)
+                shared, max(max(counts), args.open_tables if rates(args.rate) else 0)
             )
             sample = alter(shared, tables[0], 0)
-        _log(f"{len(tables)} tables created")
+        log(f"{len(tables)} tables created")
         partition = read_layout(bootstrap, topics).catalog_partition(CATALOG)
         event = encode_event(read_events(bootstrap, topics.events, partition)[-1])
         reply = encode_reply(sample)
@@ -393,38 +363,13 @@ def main(argv: list[str] | None = None) -> int:
                 results |= done
                 open_results += opened
         if "raw" in systems:
-            raw_pids = {"broker": broker_pid, "bench": os.getpid()}
-            for n in counts:
-                with RawCommitter(bootstrap, RAW_EVENTS, RAW_REPLIES, event, reply) as raw:
-                    results["raw", n] = measured(
-                        lambda: closed_loop("raw", [raw.command] * n, args.warmup,  # noqa: B023
-                                            args.duration),
-                        raw_pids, args.warmup, args.duration,
-                    )  # fmt: skip
-                _log(f"raw @{n}: {results['raw', n]} in {raw.transactions} transactions")
-            for rate in _rates(args.rate):
-                with RawCommitter(bootstrap, RAW_EVENTS, RAW_REPLIES, event, reply) as raw:
-                    open_results.append(measured(
-                        lambda: open_loop("raw", lambda _: raw.command(), rate,  # noqa: B023
-                                          args.warmup, args.open_duration, pool=args.open_tables),
-                        raw_pids, args.warmup + 0.1, args.open_duration,
-                    ))  # fmt: skip
-                _log(f"raw open loop: {open_results[-1]} in {raw.transactions} transactions")
+            raw_closed, raw_open = run_raw(bootstrap, event, reply, counts, args, broker_pid)
+            results |= raw_closed
+            open_results += raw_open
         if "roundtrip" in systems:
             results |= run_roundtrip(bootstrap, event, counts, args, broker_pid)
         if etcd_binary is not None:
-            with EtcdServer(etcd_binary, root / "etcd", etcd_port):
-                _log(f"etcd on 127.0.0.1:{etcd_port}")
-                for n in counts:
-                    keys = [EtcdKey(etcd_port, f"/bench/{n}/t{i}", event) for i in range(n)]
-                    for key in keys:
-                        key.create()
-                    results["etcd", n] = closed_loop(
-                        "etcd", [key.put for key in keys], args.warmup, args.duration
-                    )
-                    for key in keys:
-                        key.close()
-                    _log(f"etcd @{n}: {results['etcd', n]}")
+            results |= run_etcd(etcd_binary, root / "etcd", etcd_port, event, counts, args)
         pauses = broker_pauses(config.gc_log, longer_than_ms=20.0)
     print(report(results, open_results, counts, systems, args, load, len(event), len(reply)))
     print(f"\n{pauses}")

@@ -7,11 +7,15 @@ or the raw committer), divided by the commands acknowledged in that window.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from bench.leader_load import Result
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -74,3 +78,11 @@ def describe(per_command: dict[str, float]) -> str:
         return "—"
     parts = ", ".join(f"{name} {us:,.0f}" for name, us in per_command.items())
     return f"{parts} = {sum(per_command.values()):,.0f} µs"
+
+
+def measured(result: Callable[[], Result], pids: dict[str, int], warmup: float,
+             duration: float) -> Result:  # fmt: skip
+    """``result()`` with the CPU per acknowledged command of ``pids`` over its window."""
+    window = CpuWindow(pids, warmup, duration).start()
+    done = result()
+    return dataclasses.replace(done, cpu_us=per_command_us(window.join(), done.ops))

@@ -43,10 +43,9 @@ from bench.leader import (
     create_tables,
     leader_ops,
     leader_process,
-    measured,
     until_served,
 )
-from bench.leader_cpu import describe
+from bench.leader_cpu import describe, measured
 from bench.leader_load import Op, Result, closed_loop
 from bench.leader_raw import RawRoundTrip
 from bench.ports import free_port_pair
