@@ -49,16 +49,8 @@ from pathlib import Path
 
 from bench.leader_cpu import measured
 from bench.leader_etcd import ensure_etcd
-from bench.leader_load import Op, Result, closed_loop, open_loop
-from bench.leader_references import (
-    RAW_EVENTS,
-    RAW_REPLIES,
-    log,
-    rates,
-    run_etcd,
-    run_raw,
-    run_roundtrip,
-)
+from bench.leader_load import Op, Result, closed_loop, log, open_loop, rates
+from bench.leader_references import RAW_EVENTS, RAW_REPLIES, run_etcd, run_raw, run_roundtrip
 from bench.leader_report import SYSTEMS, broker_pauses, report
 from bench.ports import free_port_pair
 from events.codec import encode_event, encode_reply

@@ -5,18 +5,21 @@ numbers are comparable: ``closed_loop`` runs N threads that each send one
 command, wait for its acknowledgement and send the next; ``open_loop`` offers
 commands at a fixed rate whatever the latency (no coordinated omission: a
 command's latency is measured from the time it was *scheduled*, so queueing in
-the load generator counts against the system).
+the load generator counts against the system). ``rates`` reads the offered rates of
+``--rate``; ``log`` writes the bench's progress lines.
 """
 
 from __future__ import annotations
 
 import math
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 Op = Callable[[], None]
 """One command: returns once it is acknowledged, raises if it failed."""
@@ -166,3 +169,13 @@ def open_loop(
                 time.sleep(delay)
             executor.submit(one, due)
     return _result(system, workers, latencies, errors, duration, offered=rate, ops=acked)
+
+
+def rates(text: str) -> list[float]:
+    """The open-loop rates of ``--rate`` (0 skips the phase)."""
+    return [rate for rate in (float(x) for x in text.split(",") if x.strip()) if rate > 0]
+
+
+def log(message: str) -> None:
+    """One line of the bench's progress on stderr, with the UTC time."""
+    print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.leader_cpu import measured
 from bench.leader_etcd import EtcdKey, EtcdServer
-from bench.leader_load import Result, closed_loop, open_loop
+from bench.leader_load import Result, closed_loop, log, open_loop, rates
 from bench.leader_raw import RawCommitter, RawRoundTrip
 from events.topics import Topics
 from projector.kafka.topics import create_metalog_topics
@@ -26,16 +24,6 @@ RAW_EVENTS, RAW_REPLIES = "bench.raw.events", "bench.raw.replies"
 
 Results = dict[tuple[str, int], Result]
 """Closed-loop results by (system, client count)."""
-
-
-def log(message: str) -> None:
-    """One line of the bench's progress on stderr, with the UTC time."""
-    print(f"[{datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
-
-
-def rates(text: str) -> list[float]:
-    """The open-loop rates of ``--rate`` (0 skips the phase)."""
-    return [rate for rate in (float(x) for x in text.split(",") if x.strip()) if rate > 0]
 
 
 def run_raw(bootstrap: str, event: bytes, reply: bytes, counts: list[int],

@@ -227,10 +227,10 @@ def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
     out["replay_events_per_s"] = [round(count / s) for s in replays]
     pairs = zip(decodes, replays, strict=True)
     out["replay_vs_decode_per_round"] = [round(d / r, 2) for d, r in pairs]
-    decode, replay = statistics.median(decodes), statistics.median(replays)
+    decode, floor, replay = map(statistics.median, (decodes, floors, replays))
     out["replay_vs_decode"] = round(decode / replay, 2)
-    out["floor_vs_decode"] = round(decode / statistics.median(floors), 2)
-    out["replay_vs_floor"] = round(statistics.median(floors) / replay, 2)
+    out["floor_vs_decode"] = round(decode / floor, 2)
+    out["replay_vs_floor"] = round(floor / replay, 2)
     if spark:
         out.update(_spark_replay(bootstrap, topics, count, keys))
         out["spark_vs_python_s"] = round(out["spark_replay_s"] / statistics.median(replays), 1)
