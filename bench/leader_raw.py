@@ -28,7 +28,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from events.topics import Topics
 from producers.leader.owner import TRANSACTIONAL_SETTINGS
-from projector.kafka.clients import CLIENT_LOGGING, next_batch, watermarks
+from projector.kafka.clients import CLIENT_SETTINGS, next_batch, watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 
 
@@ -72,7 +72,7 @@ class RawCommitter:
                 "transactional.id": f"bench-raw-{uuid.uuid4()}",
                 "transaction.timeout.ms": 10_000,
                 **TRANSACTIONAL_SETTINGS,
-                **CLIENT_LOGGING,
+                **CLIENT_SETTINGS,
             }
         )
         self._producer.init_transactions(30.0)
@@ -166,7 +166,7 @@ class RawRoundTrip:
         self._pending: dict[bytes, _Request] = {}
         self._numbers = itertools.count()
         self._stop = threading.Event()
-        base = {"bootstrap.servers": bootstrap, **CLIENT_LOGGING}
+        base = {"bootstrap.servers": bootstrap, **CLIENT_SETTINGS}
         self._commands = Producer(secured(
             {**base, "enable.idempotence": True, "acks": "all", "linger.ms": 2}, client))
         self._producer = Producer(secured(

@@ -47,7 +47,7 @@ from events.values import Column
 from producers.decide.core import Stamp
 from producers.errors import CommandRejected
 from producers.leader.local import LocalCatalog
-from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.clients import CLIENT_SETTINGS
 
 SCHEMA = "db"
 NAMES = ("orders", "users", "items", "events", "logs")
@@ -307,7 +307,7 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[str, bytes]], pa
     Returns:
         The number of records written.
     """
-    config = {"bootstrap.servers": bootstrap, "enable.idempotence": True, **CLIENT_LOGGING}
+    config = {"bootstrap.servers": bootstrap, "enable.idempotence": True, **CLIENT_SETTINGS}
     if transactional_id is not None:
         config |= {"transactional.id": transactional_id, "transaction.timeout.ms": 10_000}
     if per_txn is not None:

@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient
 from metalog import jars, stack_secure
 from metalog.errors import StackError
 from metalog.stack_config import StackConfig, log4j2_properties, server_properties
-from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.clients import CLIENT_SETTINGS
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 from projector.kafka.topics import create_metalog_topics
 
@@ -187,7 +187,7 @@ def _wait_ready(config: StackConfig, pid: int, timeout_s: float, security: Kafka
         if _port_open(config.port):
             try:
                 AdminClient(
-                    secured({"bootstrap.servers": config.bootstrap, **CLIENT_LOGGING}, security)
+                    secured({"bootstrap.servers": config.bootstrap, **CLIENT_SETTINGS}, security)
                 ).list_topics(timeout=5)
                 return
             except KafkaException:

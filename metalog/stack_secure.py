@@ -37,7 +37,7 @@ from events.topics import Topics
 from metalog.errors import StackError
 from metalog.stack_config import StackConfig
 from metalog.stack_tls import write_certificates, write_owner_only
-from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.clients import CLIENT_SETTINGS
 from projector.kafka.security import ROLES, KafkaSecurity, load_credentials, secured
 
 MECHANISM = "SCRAM-SHA-512"
@@ -220,7 +220,7 @@ def grant(config: StackConfig, timeout_s: float = 30.0) -> None:
     """
     data = json.loads(credentials_file(config).read_text())
     names = {role: p["username"] for role, p in data["principals"].items()}
-    admin = AdminClient(secured({"bootstrap.servers": config.bootstrap, **CLIENT_LOGGING},
+    admin = AdminClient(secured({"bootstrap.servers": config.bootstrap, **CLIENT_SETTINGS},
                                 security(config, "admin")))  # fmt: skip
     wanted = acl_bindings(Topics(config.topic_prefix), names)
     futures = admin.create_acls(wanted, request_timeout=timeout_s)

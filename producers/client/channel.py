@@ -27,7 +27,7 @@ from producers.kafka.errors import kafka_error
 from producers.kafka.routing import Layout, read_layout
 from producers.leader.waiter import Waiter
 from projector.errors import AccessDenied
-from projector.kafka.clients import CLIENT_LOGGING, NO_DELAY, next_batch, watermarks
+from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY, next_batch, watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 _REPLIES_PER_READ = 500
@@ -175,13 +175,13 @@ class CommandChannel:
             # lose none; a retried command is deduplicated by its command id.
             common = {"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
                       "acks": "all", "delivery.report.only.error": True, **NO_DELAY,
-                      **CLIENT_LOGGING}
+                      **CLIENT_SETTINGS}
             producer = Producer(secured({**common, "linger.ms": 2}, self.security))
             lone = Producer(secured({**common, "linger.ms": 0}, self.security))
             consumer = Consumer(secured(
                 {"bootstrap.servers": self.bootstrap, "group.id": self.client_id,
                  "enable.auto.commit": False, "isolation.level": "read_committed",
-                 **NO_DELAY, **CLIENT_LOGGING}, self.security)
+                 **NO_DELAY, **CLIENT_SETTINGS}, self.security)
             )  # fmt: skip
             tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
             try:

@@ -12,7 +12,7 @@ from producers.decide.sizes import KAFKA_MAX_MESSAGE_BYTES, record_limit
 from producers.errors import LeaderUnavailable
 from producers.kafka.errors import kafka_error
 from projector.errors import TopicError
-from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.clients import CLIENT_SETTINGS
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 from projector.kafka.topics import describe_topic_config
 
@@ -55,7 +55,7 @@ def read_layout(
             topic is missing.
         AccessDenied: The principal may not sign in, or not see a topic.
     """
-    config: dict[str, Any] = secured({"bootstrap.servers": bootstrap, **CLIENT_LOGGING}, security)
+    config: dict[str, Any] = secured({"bootstrap.servers": bootstrap, **CLIENT_SETTINGS}, security)
     admin = AdminClient(config)
     try:
         metadata = admin.list_topics(timeout=max(timeout, 0.001))

@@ -37,7 +37,7 @@ from producers.leader.owner import (
 from producers.leader.standby import Standby
 from producers.leader.waiter import Waiter
 from projector.errors import ApplyError
-from projector.kafka.clients import CLIENT_LOGGING, NO_DELAY, next_batch
+from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY, next_batch
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 log = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ class Leader:
             "session.timeout.ms": self.options.session_timeout_ms,
             "heartbeat.interval.ms": 1_000,
             **NO_DELAY,
-            **CLIENT_LOGGING,
+            **CLIENT_SETTINGS,
         }
         if self.instance_id is not None:
             settings["group.instance.id"] = self.instance_id  # KIP-345

@@ -23,7 +23,7 @@ from producers.leader.local import LocalCatalog, Stamp
 from producers.leader.options import LeaderOptions
 from producers.leader.rebuild import Rebuilt, make_catalog, take_over, warm_up
 from producers.leader.restart import RestartPoint, RestartPoints
-from projector.kafka.clients import CLIENT_LOGGING, NO_DELAY
+from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 
 __all__ = ["Input", "LeaderOptions", "PartitionOwner", "crash_point", "stamp_now"]
@@ -246,7 +246,7 @@ class PartitionOwner:
                 "transactional.id": f"{self.topics.prefix}-leader-{self.partition}",
                 "transaction.timeout.ms": self.options.transaction_timeout_ms,
                 **TRANSACTIONAL_SETTINGS,
-                **CLIENT_LOGGING,  # through logging: `leader --json` stays JSON
+                **CLIENT_SETTINGS,  # through logging: `leader --json` stays JSON
             },
             self.security,
         ))

@@ -34,7 +34,7 @@ from events.replies import Committed
 from producers.leader.local import DEDUPE_WINDOW
 from projector.fold.image import Image
 from projector.follower.schedule import SnapshotSchedule
-from projector.kafka.clients import CLIENT_LOGGING, watermarks
+from projector.kafka.clients import CLIENT_SETTINGS, watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 from projector.snapshot.store import (
     PartitionMark,
@@ -239,7 +239,7 @@ class RestartPoints:
                 "group.id": f"metalog-restart-{uuid.uuid4()}",
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
-                **CLIENT_LOGGING,
+                **CLIENT_SETTINGS,
             }, self.security))  # fmt: skip
         return self._consumer
 

@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from projector.audit.fast import matches
-from projector.kafka.clients import DecidedRead, new_consumer
+from projector.kafka.clients import BULK_READ, DecidedRead, new_consumer
 from projector.kafka.security import KafkaSecurity
 
 BATCH = 10_000
@@ -58,7 +58,7 @@ def send_all(out: BinaryIO, bootstrap: str, topic: str, security: KafkaSecurity,
     """Consume `spans` and write every batch, the ends and the outcome to `out` (see above);
     without `hashing` every record's `hashed` is 0."""
     ends: dict[int, int] = {}
-    consumer = new_consumer(bootstrap, security, bulk=True)
+    consumer = new_consumer(bootstrap, security, BULK_READ)
     last: tuple[Any, ...] = ("done",)
     try:
         for partition, batch in batches(consumer, topic, spans, ends):

@@ -27,7 +27,13 @@ from projector.audit.faults import Report
 from projector.audit.verify import Verifier
 from projector.heap import collector_paused
 from projector.kafka.child import start_child
-from projector.kafka.clients import decided_ends, new_consumer, partition_count, watermarks
+from projector.kafka.clients import (
+    BULK_READ,
+    decided_ends,
+    new_consumer,
+    partition_count,
+    watermarks,
+)
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 Record = tuple[int, int, bytes, bool]
@@ -76,7 +82,7 @@ class TopicLog:
     def batches(self, hashing: bool = True) -> Iterator[Batch]:
         """Every committed record in batches of one partition, partition by partition (see
         `Batch`; `hashed` as in `hashed_records`)."""
-        consumer = new_consumer(self.bootstrap, self.security, bulk=True)
+        consumer = new_consumer(self.bootstrap, self.security, BULK_READ)
         try:
             count = partition_count(consumer, self.topic) or 0
             ends = decided_ends(self.bootstrap, self.topic, range(count), self.security)

@@ -245,8 +245,7 @@ def _change(image: Image, head: Draft, event: Event) -> Changes:
             f"schema_epoch {event.schema_epoch} in {image.publish_mode} mode: expected "
             f"{expected_epoch}",
         )
-    head.write(event.mutations)
-    highest, partition_ids = _allocated(event)
+    highest, partition_ids = _allocated(head.write(event.mutations))
     return dict(
         max_id=max(image.max_id, highest),
         retired_versions=_retired(retired, head, event, partition_ids),
@@ -318,19 +317,17 @@ def describe(requirement: Requirement) -> str:
     return f"{requirement.type}({requirement.key})"
 
 
-def _allocated(event: Event) -> tuple[int, set[int]]:
-    """The highest table or partition id the event's PUT infos hold (0 if none), and their
+def _allocated(infos: list[TableInfoValue]) -> tuple[int, set[int]]:
+    """The highest table or partition id that table infos hold (0 if none), and their
     partitions' ids."""
     highest = 0
     partition_ids: set[int] = _NO_IDS
-    for mutation in event.mutations:
-        value = mutation.value
-        if type(value) is TableInfoValue:
-            if value.table_id > highest:
-                highest = value.table_id
-            if value.partitions:
-                partition_ids = partition_ids | {p.partition_id for p in value.partitions}
-                highest = max(highest, *partition_ids)
+    for info in infos:
+        if info.table_id > highest:
+            highest = info.table_id
+        if info.partitions:
+            partition_ids = partition_ids | {p.partition_id for p in info.partitions}
+            highest = max(highest, *partition_ids)
     return highest, partition_ids
 
 

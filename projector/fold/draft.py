@@ -46,6 +46,8 @@ class Draft(Reads):
         "_below",
         "_cold",
         "_deleted",
+        "_get",
+        "_has",
         "_rules",
         "_settling",
         "_tables_of",
@@ -68,41 +70,57 @@ class Draft(Reads):
         """Datanode id → its changed table ids, for the keys written."""
         # Rules change rarely: open their mutation only when a key needs it.
         self._rules: MapMutation[str, LabelRuleValue] | None = None
+        # The reads (`Reads`): with nothing below, the dict's own methods, called in C.
+        if self._below is None:
+            self._get = self._written.get
+            self._has = self._written.__contains__
+        else:
+            self._get = self._get_below
+            self._has = self._has_below
 
-    def _get(self, key: str) -> Packed | None:
+    def _get_below(self, key: str) -> Packed | None:
         found = self._written.get(key)
-        if found is None and self._below is not None and key not in self._deleted:
+        if found is None and key not in self._deleted:
+            assert self._below is not None
             return read(*self._below, key)
         return found
 
-    def _has(self, key: str) -> bool:
+    def _has_below(self, key: str) -> bool:
         if key in self._written:
             return True
-        below = self._below
-        return below is not None and key not in self._deleted and holds_key(*below, key)
+        assert self._below is not None
+        return key not in self._deleted and holds_key(*self._below, key)
 
-    def write(self, mutations: Iterable[Mutation]) -> None:
-        """Apply the mutations in order (a DELETE of an absent key is a no-op)."""
+    def write(self, mutations: Iterable[Mutation]) -> list[TableInfoValue]:
+        """Apply the mutations in order (a DELETE of an absent key is a no-op).
+
+        Returns:
+            The table infos the mutations PUT, in order.
+        """
         written = self._written
         deleted = self._deleted
         settling = self._settling
         changes = self._view.values.changes
+        infos: list[TableInfoValue] = []
+        put_op = MutationOp.PUT
         for mutation in mutations:
             key = mutation.key
             value = mutation.value
-            put = mutation.op is MutationOp.PUT
+            put = mutation.op is put_op
             if put:
                 assert value is not None
                 if type(value) is not TableInfoValue:
                     written[key] = pack(value)
-                elif value.__pydantic_fields_set__ is POOLED_INFO:
-                    written[key] = value  # read pooled: `pack` would keep it as it is
                 else:
-                    # Only a changed value's columns are shared: a cold one is not built for it.
-                    previous = written.get(key)
-                    if previous is None and key not in deleted:
-                        previous = changes.get(key)  # type: ignore[assignment]
-                    written[key] = pack(value, previous)
+                    infos.append(value)
+                    if value.__pydantic_fields_set__ is POOLED_INFO:
+                        written[key] = value  # read pooled: `pack` would keep it as it is
+                    else:
+                        # Only a changed value's columns are shared: a cold one is not built.
+                        previous = written.get(key)
+                        if previous is None and key not in deleted:
+                            previous = changes.get(key)  # type: ignore[assignment]
+                        written[key] = pack(value, previous)
                 if deleted:
                     deleted.pop(key, None)
             else:
@@ -114,6 +132,7 @@ class Draft(Reads):
                         self._index(key, put)
                 else:
                     self._rule(key[len(RULE_PREFIX) :], value if put else None)
+        return infos
 
     def _index(self, key: str, put: bool) -> None:
         """Add or remove the table of a `__dn_table/{datanode}/{table}` key under its datanode."""

@@ -15,6 +15,7 @@ image stores instead:
 """
 
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import NamedTuple
 
 from events.base import built
@@ -114,22 +115,25 @@ def pack(value: KeyValue, previous: Packed | None = None) -> Packed:
             (alter options, rename, a version bump) keep the columns, and
             comparing against the old ones is cheaper than interning anew.
     """
-    # Values are these exact classes (none is subclassed): no isinstance chain.
+    # Values are these exact classes (none is subclassed): no isinstance chain. The named
+    # tuples are built by `tuple.__new__` from C-level attribute reads: no Python frame.
     if type(value) is TableInfoValue:
         return _packed_info(value, previous)
     if type(value) is TableNameValue:
-        return PackedName(value.table_id)
+        return _new(PackedName, (value.table_id,))
     if type(value) is DatanodeTableValue:
-        return PackedDatanodeTable(value.datanode_id, value.table_id, value.regions, value.version)
+        return _new(PackedDatanodeTable, _DATANODE_TABLE_FIELDS(value))
     if type(value) is TableRouteValue:
-        return PackedRoute(
-            value.table_id,
-            tuple(
-                (r.region_id, r.leader_datanode, r.follower_datanodes) for r in value.region_routes
-            ),
-        )
+        routes = tuple(map(_ROUTE_FIELDS, value.region_routes))
+        return _new(PackedRoute, (value.table_id, routes))
     assert isinstance(value, LabelRuleValue)
     return value
+
+
+_new = tuple.__new__
+_DATANODE_TABLE_FIELDS = attrgetter(*PackedDatanodeTable._fields)
+_ROUTE_FIELDS = attrgetter("region_id", "leader_datanode", "follower_datanodes")
+"""A `RegionRoute` as `PackedRoute` holds it."""
 
 
 def _packed_info(value: TableInfoValue, previous: Packed | None) -> TableInfoValue:

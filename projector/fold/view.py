@@ -7,7 +7,7 @@ all but O(log n) nodes with the previous one; a view loaded from a snapshot
 keeps the snapshot's values in their columns beneath (`projector.fold.layered`).
 """
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from immutables import Map
@@ -68,11 +68,10 @@ class Reads:
 
     __slots__ = ()
 
-    def _get(self, key: str) -> Packed | None:
-        raise NotImplementedError
-
-    def _has(self, key: str) -> bool:
-        raise NotImplementedError
+    _get: Callable[[str], Packed | None]
+    """The packed value under a key, or None."""
+    _has: Callable[[str], bool]
+    """Whether a key holds a value."""
 
     def table(self, table_id: int) -> TableInfoValue | None:
         """The live table with this id."""

@@ -39,10 +39,16 @@ class _RetryNotices(logging.Filter):
 
 KAFKA_LOG.addFilter(_RetryNotices())
 
-CLIENT_LOGGING: dict[str, Any] = {"logger": KAFKA_LOG, "log_level": 5}
-"""What every metalog Kafka client (consumer, producer, admin) logs, and where: librdkafka's
-notices and worse, through `KAFKA_LOG`. Info lines are left out: one at close would still go
-straight to stderr (it outlives the Python logger)."""
+CLIENT_SETTINGS: dict[str, Any] = {"logger": KAFKA_LOG, "log_level": 5, "reconnect.backoff.ms": 20}
+"""What every metalog Kafka client (consumer, producer, admin) shares:
+
+- what it logs, and where: librdkafka's notices and worse, through `KAFKA_LOG`. Info lines
+  are left out: one at close would still go straight to stderr (it outlives the Python
+  logger);
+- a first request answered in ≈ 15 ms rather than ≈ 55: once the cluster's metadata names
+  its brokers, librdkafka drops the bootstrap connection, and the request waits out a pause
+  of half `reconnect.backoff.ms` (default 100) before a broker is connected again. A failed
+  connection still backs off, doubling up to `reconnect.backoff.max.ms` (10 s)."""
 
 NO_DELAY: dict[str, Any] = {"socket.nagle.disable": True}
 """Send each request at once (TCP_NODELAY), as Kafka's Java clients do; librdkafka's default
@@ -71,9 +77,15 @@ BULK_READ: dict[str, Any] = {
 fetches and a deep prefetch queue, so `consume` finds a full batch waiting; about twice the
 default's rate on a 1M-record log."""
 
+DECODED_READ: dict[str, Any] = {**BULK_READ, "max.partition.fetch.bytes": 4 << 20}
+"""`BULK_READ` for a reader that decodes each record as it comes (a replay: ≈ 30 µs, 15 KB
+an event): fetches of 4 MB stay well ahead of it, and its first records arrive ≈ 50 ms
+sooner than in a 32 MB fetch (librdkafka hands a fetch's records over once it has parsed
+them all)."""
+
 
 def new_consumer(
-    bootstrap: str, security: KafkaSecurity = PLAINTEXT, bulk: bool = False,
+    bootstrap: str, security: KafkaSecurity = PLAINTEXT, read: dict[str, Any] | None = None,
     committed: bool = True,
 ) -> Consumer:  # fmt: skip
     """A consumer that reads committed records only and never commits offsets (it assigns).
@@ -81,7 +93,7 @@ def new_consumer(
     Args:
         bootstrap: `host:port` of the cluster.
         security: How it signs in.
-        bulk: Read with `BULK_READ` (a whole log, not the tail).
+        read: Fetch settings for a whole log, not the tail: `BULK_READ` or `DECODED_READ`.
         committed: False: read (and see the high watermarks of) undecided
             transactions' records too; only `decided_ends` does.
     """
@@ -89,7 +101,7 @@ def new_consumer(
         secured(
             {
                 "bootstrap.servers": bootstrap,
-                **CLIENT_LOGGING,
+                **CLIENT_SETTINGS,
                 "group.id": f"metalog-follower-{uuid.uuid4()}",
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
@@ -98,7 +110,7 @@ def new_consumer(
                 "fetch.wait.max.ms": 50,
                 # EOF events tell the follower where a partition's committed end is.
                 "enable.partition.eof": True,
-                **(BULK_READ if bulk else {}),
+                **(read or {}),
             },
             security,
         )
@@ -311,7 +323,7 @@ class DeadLetters:
         if self._producer is None:
             self._producer = Producer(secured(
                 {"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "acks": "all",
-                 **CLIENT_LOGGING}, self.security)
+                 **CLIENT_SETTINGS}, self.security)
             )  # fmt: skip
         for letter in letters:
             log.warning(

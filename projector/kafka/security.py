@@ -2,7 +2,7 @@
 
 A client config is built where the client is made (a consumer here, a
 transactional producer in the leader…); `secured` adds the security settings
-to it, as `CLIENT_LOGGING` adds the logging, so a consumer, a producer and an
+to it, as `CLIENT_SETTINGS` adds the logging, so a consumer, a producer and an
 admin of one component all present the same principal. Credentials come from
 a JSON file (`metalog up --secure` writes one, readable by its owner only):
 

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 
 from events.topics import Topics
 from projector.errors import TopicError
-from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.clients import CLIENT_SETTINGS
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 HOUR_MS = 3_600_000
@@ -45,7 +45,7 @@ def metalog_topic_configs(prefix: str) -> dict[str, dict[str, str]]:
 
 
 def _admin(bootstrap: str, security: KafkaSecurity) -> AdminClient:
-    return AdminClient(secured({"bootstrap.servers": bootstrap, **CLIENT_LOGGING}, security))
+    return AdminClient(secured({"bootstrap.servers": bootstrap, **CLIENT_SETTINGS}, security))
 
 
 def _raise_if_denied(exc: KafkaException, security: KafkaSecurity, operation: str) -> None:

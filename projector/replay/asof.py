@@ -85,18 +85,9 @@ def open_at(
     )
     seen = None if progress is None else (lambda event: progress(reader, event))
     events = reader.events()
-    passed: list[Event] = []
-    first = image.resource_version
-
-    def until() -> Iterator[Event]:
-        for event in events:
-            if event.resource_version > first and point.passed_by(event):
-                passed.append(event)  # the first event past the point: the rest begins here
-                return
-            yield event
-
+    passed: list[Event] = []  # the first event past the point: the rest begins there
     try:
-        image = replay_until(image, until(), point, seen)
+        image = replay_until(image, events, point, seen, passed)
         if image.resource_version == 0:
             raise ReplayError(
                 f"catalog `{catalog}` has no events on `{topics.events}` at or before {point}: "

@@ -8,6 +8,7 @@ stamped at or before T).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -74,6 +75,7 @@ def replay_until(
     events: Iterable[Event],
     point: Point,
     seen: Callable[[Event], None] | None = None,
+    past: list[Event] | None = None,
 ) -> Image:
     """Apply `events` (in log order) to `image` until the first one past `point`.
 
@@ -85,6 +87,7 @@ def replay_until(
         events: The catalog's events in log order; read only as far as needed.
         point: Where to stop.
         seen: Called with every event read, before it is applied (progress).
+        past: Given the first event past the point, if one is read (where the rest begins).
 
     Returns:
         The image at the point (or at the end of `events`, if it comes first).
@@ -100,12 +103,20 @@ def replay_until(
             f"{image.resource_version}: start from an older snapshot or the empty log"
         )
     folding = Folding(image)
+    last = image.resource_version
+    # `point.passed_by`, with a resource_version's test inline: it runs once an event.
+    limit = math.inf if wanted is None else wanted
+    timed = point.time is not None
     for event in events:
         if seen is not None:
             seen(event)
-        if event.resource_version <= folding.resource_version:
+        at = event.resource_version
+        if at <= last:
             continue
-        if point.passed_by(event):
+        if at > limit or (timed and point.passed_by(event)):
+            if past is not None:
+                past.append(event)
             break
         folding.apply(event)
+        last = at
     return folding.image()

@@ -29,7 +29,7 @@ from producers.leader.leader import Leader
 from producers.leader.local import CheckpointSchedule
 from producers.leader.owner import LeaderOptions
 from projector.audit.read import TopicLog
-from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.clients import CLIENT_SETTINGS
 from tests.audit.tamper import KEY, OTHER_KEY, events, forged_reload, rechain
 from tests.domain.builders import COLUMNS
 from tests.fixtures.kafka import TopicSet
@@ -310,7 +310,7 @@ def test_a_read_waits_for_a_transaction_decided_just_after_it_starts(
     # Right after a commit returns, the broker may not have written its markers
     # yet: a read_committed read that stopped at its first end saw none of it.
     producer = Producer({"bootstrap.servers": wire.bootstrap, "transactional.id": wire.prefix,
-                         **CLIENT_LOGGING})  # fmt: skip
+                         **CLIENT_SETTINGS})  # fmt: skip
     producer.init_transactions(30)
     producer.begin_transaction()
     for value in signed[:3]:

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from events.commands import AdvanceStableEpoch, AlterTable, Publish
+from events.event import Event
 from projector.audit.diff import catalog_diff
 from projector.audit.history import table_history
 from projector.errors import ApplyError, ReplayError
@@ -90,8 +91,13 @@ def test_diff_counts_keys_per_kind_and_says_each_table_in_ddl_words() -> None:
 def test_a_time_point_stops_after_the_last_event_at_or_before_it() -> None:
     events = lifecycle().events  # event n occurred at EPOCH + n seconds
     at = parse_point((EPOCH + timedelta(seconds=5, milliseconds=500)).isoformat())
-    assert replay_until(Image.empty(CATALOG), events, at) == replay(
+    past: list[Event] = []
+    assert replay_until(Image.empty(CATALOG), events, at, past=past) == replay(
         Image.empty(CATALOG), events[:5])  # fmt: skip
+    assert past == [events[5]]  # the first event past the point, where the rest begins
+    past.clear()
+    third = replay_until(Image.empty(CATALOG), iter(events), Point(resource_version=3), past=past)
+    assert third == replay(Image.empty(CATALOG), events[:3]) and past == [events[3]]
     assert parse_point("7") == Point(resource_version=7)
     assert parse_point("2026-01-01T00:00:05").time == EPOCH + timedelta(seconds=5)
     with pytest.raises(ReplayError, match="neither a resource_version"):

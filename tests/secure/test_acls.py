@@ -22,7 +22,7 @@ from producers.leader.leader import Leader
 from producers.leader.log import read_events
 from projector.errors import AccessDenied
 from projector.follower.follower import Follower
-from projector.kafka.clients import CLIENT_LOGGING
+from projector.kafka.clients import CLIENT_SETTINGS
 from projector.kafka.security import KafkaSecurity, secured
 from projector.kafka.topics import create_topics, delete_topics, list_topics
 from tests.fixtures.secure import SecureKafka
@@ -36,7 +36,7 @@ def _produce_error(kafka: SecureKafka, role: str, topic: str) -> int | None:
     """The error code of producing one record to `topic` as `role` (None: it was written)."""
     delivered: list[KafkaError | None] = []
     producer = Producer(secured({"bootstrap.servers": kafka.bootstrap, "acks": "all",
-                                 **CLIENT_LOGGING}, kafka.security(role)))  # fmt: skip
+                                 **CLIENT_SETTINGS}, kafka.security(role)))  # fmt: skip
     producer.produce(topic, b"not an event", on_delivery=lambda err, _msg: delivered.append(err))
     assert producer.flush(30.0) == 0, "the record was never acknowledged nor refused"
     error = delivered[0]
@@ -46,7 +46,7 @@ def _produce_error(kafka: SecureKafka, role: str, topic: str) -> int | None:
 def _fetch_error(kafka: SecureKafka, role: str, topic: str) -> int | None:
     """The error code of fetching `topic` partition 0 as `role` (None: a fetch was served)."""
     consumer = Consumer(secured({"bootstrap.servers": kafka.bootstrap, "group.id": "unused",
-                                 "enable.partition.eof": True, **CLIENT_LOGGING},
+                                 "enable.partition.eof": True, **CLIENT_SETTINGS},
                                 kafka.security(role)))  # fmt: skip
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
@@ -84,7 +84,7 @@ def test_a_follower_cannot_write_the_events_topic(secure_kafka: SecureKafka) -> 
 
 def test_a_follower_cannot_open_a_leaders_transactional_id(secure_kafka: SecureKafka) -> None:
     producer = Producer(secured({
-        "bootstrap.servers": secure_kafka.bootstrap, **CLIENT_LOGGING,
+        "bootstrap.servers": secure_kafka.bootstrap, **CLIENT_SETTINGS,
         "transactional.id": f"{secure_kafka.topics.prefix}-leader-0"},
         secure_kafka.security("follower")))  # fmt: skip
     with pytest.raises(KafkaException) as refused:
