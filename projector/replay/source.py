@@ -75,24 +75,23 @@ class LogReader:
         Raises:
             KafkaException: The cluster or the events topic cannot be reached.
         """
-        key = self.catalog.encode()
-        for messages in self._fetched(DECODED_READ):
-            for message in messages:  # `raw`'s loop, inline: it runs once a record
-                self.offset = message.offset() or 0
-                if message.key() == key:
-                    try:
-                        yield decode_event(message.value() or b"")
-                    except DecodeError:
-                        self.unreadable += 1
+        for data in self.raw(DECODED_READ):
+            try:
+                yield decode_event(data)
+            except DecodeError:
+                self.unreadable += 1
 
-    def raw(self) -> Generator[bytes, None, None]:
+    def raw(self, read: dict[str, Any] = BULK_READ) -> Generator[bytes, None, None]:
         """The catalog's records as bytes, in log order, not decoded (the audit reads them raw).
+
+        Args:
+            read: The fetch settings (`events` decodes as it reads: `DECODED_READ`).
 
         Raises:
             KafkaException: The cluster or the events topic cannot be reached.
         """
         key = self.catalog.encode()
-        for messages in self._fetched(BULK_READ):
+        for messages in self._fetched(read):
             for message in messages:
                 self.offset = message.offset() or 0
                 if message.key() == key:
