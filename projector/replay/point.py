@@ -8,7 +8,6 @@ stamped at or before T).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -103,20 +102,14 @@ def replay_until(
             f"{image.resource_version}: start from an older snapshot or the empty log"
         )
     folding = Folding(image)
-    last = image.resource_version
-    # `point.passed_by`, with a resource_version's test inline: it runs once an event.
-    limit = math.inf if wanted is None else wanted
-    timed = point.time is not None
     for event in events:
         if seen is not None:
             seen(event)
-        at = event.resource_version
-        if at <= last:
+        if event.resource_version <= folding.resource_version:
             continue
-        if at > limit or (timed and point.passed_by(event)):
+        if point.passed_by(event):
             if past is not None:
                 past.append(event)
             break
         folding.apply(event)
-        last = at
     return folding.image()
