@@ -23,7 +23,7 @@ functions take and give the model shape without pydantic: the fast path.
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from io import BytesIO
 from types import SimpleNamespace
 from typing import Any, get_args
@@ -76,12 +76,15 @@ def _writer(parsed: dict[str, Any]) -> Write:
     return compile_writer(parsed)
 
 
-def _current_reader(parsed: dict[str, Any], root: Any = None) -> Read | None:
+def _current_reader(
+    parsed: dict[str, Any], root: Any = None, tuples: Mapping[str, type[tuple[Any, ...]]] = {}
+) -> Read | None:
     """The compiled reader of the current schema; None under `METALOG_CODEC=fastavro`.
 
     Args:
         parsed: The current schema.
         root: The model it mirrors: read straight into the models; None: the model shape.
+        tuples: With `root`, the records read as tuples (`events.compiled.read`).
     """
     if CODEC == "fastavro":
         return None
@@ -93,7 +96,8 @@ def _current_reader(parsed: dict[str, Any], root: Any = None) -> Read | None:
     # Tables repeat column definitions (each is built once) and names (each is kept
     # once): an info read is already as the image stores it (`events.pool`).
     shared = {"TableInfoValue": ("catalog", "schema_name", "primary_key")}
-    return compile_reader(parsed, models=mirrors(root), pooled=frozenset({"Column"}), shared=shared)
+    return compile_reader(parsed, models=mirrors(root), pooled=frozenset({"Column"}), shared=shared,
+                          tuples=tuples)  # fmt: skip
 
 
 _MODELS: dict[SchemaKind, Any] = {"event": Event, "command": Command, "reply": Reply}
@@ -222,11 +226,9 @@ class KindCodec:
     def _read_models(self) -> Read | None:
         """The current schema's reader straight into the models (a record kind without a
         wrapper); compiled when first used."""
-        if self._field is not None:
-            return None
-        return _current_reader(self._reader, _MODELS[self.kind])
+        return self.reader_with_tuples({})
 
-    def decode_model(self, data: bytes) -> Any:
+    def decode_model(self, data: bytes, read: Read | None = None) -> Any:
         """Decode and validate a record into its model, as `validate(decode_dict(data))`.
 
         A record of the current schema is read straight into the models (the
@@ -235,12 +237,18 @@ class KindCodec:
         pass over it. Any other record, and one that read refuses, goes the
         other way, so what is refused and the error saying why are that path's.
 
+        Args:
+            data: The record.
+            read: The current schema's reader to use (`reader_with_tuples`); None: the
+                one straight into the models.
+
         Raises:
             DecodeError: The bytes are not one complete record of this kind, or
                 it does not validate.
             UnknownSchema: The writer fingerprint is not a shipped schema.
         """
-        read = self._read_models
+        if read is None:
+            read = self._read_models
         if read is not None and type(data) is bytes and data.startswith(self._header):
             try:
                 model, end = read(data, HEADER_LENGTH)
@@ -250,6 +258,14 @@ class KindCodec:
                 if end == len(data):
                     return model
         return self.validate(self.decode_dict(data))
+
+    def reader_with_tuples(self, tuples: Mapping[str, type[tuple[Any, ...]]]) -> Read | None:
+        """A reader of the current schema straight into the models, but for the records
+        named in `tuples`, read as tuples (`events.compiled.read.compile_reader`); None
+        for a kind with a wrapper record or under `METALOG_CODEC=fastavro`."""
+        if self._field is not None:
+            return None
+        return _current_reader(self._reader, _MODELS[self.kind], tuples)
 
     def validate(self, shaped: dict[str, Any]) -> Any:
         """Validate a model-shaped dict into the model.
@@ -357,6 +373,25 @@ def decode_event(data: bytes) -> Event:
     """
     event: Event = codec("event").decode_model(data)
     return event
+
+
+def event_decoder(tuples: Mapping[str, type[tuple[Any, ...]]]) -> Callable[[bytes], Event]:
+    """`decode_event`, but an event of the current schema holds the records named in
+    `tuples` as tuples of their fields (`events.compiled.read.compile_reader`).
+
+    For a reader that keeps those values in such a compact form and hands the events
+    to nothing else (the replay's fold: `projector.fold.packing`). An event of an older
+    schema, and one that the compiled read refuses, is decoded as `decode_event`
+    decodes it, so a caller takes both forms. Compiled once per call: keep the result.
+    """
+    kind_codec = codec("event")
+    read = kind_codec.reader_with_tuples(tuples)
+
+    def decode(data: bytes) -> Event:
+        event: Event = kind_codec.decode_model(data, read)
+        return event
+
+    return decode
 
 
 def decode_event_dict(data: bytes) -> dict[str, Any]:

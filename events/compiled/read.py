@@ -32,7 +32,7 @@ from datetime import timedelta
 from typing import Any
 
 from events.base import LONG_MAX, LONG_MIN
-from events.compiled.models import Mirrors, checked_model
+from events.compiled.models import CheckedModel, Mirrors, checked_model
 from events.compiled.source import EPOCH, PRIMITIVES, SourceGenerator
 from events.pool import pool, pooled_fields_set, remember
 from events.pool import shared as pooled_value
@@ -74,6 +74,7 @@ def compile_reader(
     models: Mirrors | None = None,
     pooled: frozenset[str] = frozenset(),
     shared: Mapping[str, tuple[str, ...]] = {},
+    tuples: Mapping[str, type[tuple[Any, ...]]] = {},
 ) -> Read:
     """A function reading a datum of the fastavro-parsed record schema `parsed`.
 
@@ -87,6 +88,10 @@ def compile_reader(
         shared: With `models`, records (short names) whose listed fields (strings, or
             arrays of them) are read as the equal value in `events.pool`; such a model
             carries `events.pool.pooled_fields_set`, the mark of a value built pooled.
+        tuples: With `models`, records (short names) read as a tuple of their fields'
+            values in field order, of the class given (`tuple`, or a named tuple of as
+            many fields): for a reader that keeps such values in a compact form of its
+            own. Wherever such a record occurs, its value is that tuple, not a model.
 
     Raises:
         ValueError: The schema uses a type this reader does not cover, or a
@@ -95,8 +100,8 @@ def compile_reader(
     namespace = {"_varint": _varint, "_too_long": _too_long, "_not_long": _not_long,
                  "EPOCH": EPOCH, "_timedelta": timedelta, "_new": object.__new__,
                  "_set": object.__setattr__, "_pool": pool, "_remember": remember,
-                 "_shared": pooled_value}  # fmt: skip
-    read: Read = _Reader(tagged, models, pooled, shared).build(parsed, namespace)
+                 "_shared": pooled_value, "_tuple_new": tuple.__new__}  # fmt: skip
+    read: Read = _Reader(tagged, models, pooled, shared, tuples).build(parsed, namespace)
     return read
 
 
@@ -111,12 +116,14 @@ class _Reader(SourceGenerator):
         models: Mirrors | None = None,
         pooled: frozenset[str] = frozenset(),
         shared: Mapping[str, tuple[str, ...]] = {},
+        tuples: Mapping[str, type[tuple[Any, ...]]] = {},
     ) -> None:
         super().__init__()
         self.tagged = tagged
         self.models = models
         self.pooled = pooled
         self.shared = shared
+        self.tuples = tuples
 
     def record_source(self, function: str, schema: dict[str, Any]) -> list[str]:
         body: list[str] = []
@@ -139,6 +146,8 @@ class _Reader(SourceGenerator):
         if model is None:
             raise ValueError(f"no model mirrors the Avro record {short}")
         checked = checked_model(model, schema)
+        if short in self.tuples:
+            return self._tuple_source(short, checked, values)
         if checked.tag is not None:
             values["type"] = repr(checked.tag)
         pairs = ", ".join(f"{name!r}: {values[name]}" for name in checked.fields)
@@ -166,6 +175,22 @@ class _Reader(SourceGenerator):
                "    _set(m, '__pydantic_private__', None)"]  # fmt: skip
         out += [f"    {self.constant('_check', check)}(m)" for check in checked.checks]
         return [*out, "    return _remember(k, m), p" if pooled else "    return m, p"]
+
+    def _tuple_source(self, short: str, checked: CheckedModel, values: dict[str, str]) -> list[str]:
+        """The line returning the record as the tuple `tuples` names for it."""
+        kind = self.tuples[short]
+        items = "".join(f"{values[name]}, " for name in checked.fields if name in values)
+        width = len(getattr(kind, "_fields", values))
+        if checked.checks or width != len(values):
+            why = (
+                "its model validators would not run"
+                if checked.checks
+                else f"it has {len(values)} field(s), {kind.__name__} {width}"
+            )
+            raise ValueError(f"record {short} cannot be read as {kind.__name__}: {why}")
+        if kind is tuple:
+            return [f"    return ({items}), p"]
+        return [f"    return _tuple_new({self.constant('_tuple', kind)}, ({items})), p"]
 
     def named_value(self, schema: dict[str, Any], var: str, out: list[str], pad: str) -> None:
         if schema["type"] == "record":

@@ -30,6 +30,7 @@ from projector.errors import Divergence, SequenceGap, StaleLeader
 from projector.fold.control import CONTROL_HANDLERS, Changes
 from projector.fold.draft import Draft
 from projector.fold.image import Image, PendingChange, PublishMode, table_version
+from projector.fold.packing import unpacked
 
 _K = TypeVar("_K", bound=Hashable)
 
@@ -207,7 +208,7 @@ def _apply_change(intent: object, image: Image, event: Event) -> Changes:
     if image.publish_mode == "auto":
         return changes | dict(published=head, stable_epoch=event.schema_epoch)
     at = event.resource_version
-    change = PendingChange(event)
+    change = PendingChange(unpacked(event))  # as logged, if a replay read it packed
     return changes | dict(
         pending=image.pending.set(at, change),
         pending_by_table=_appended(image.pending_by_table, change.table_ids, at),

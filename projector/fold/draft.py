@@ -11,7 +11,7 @@ from events.changes import Mutation, MutationOp
 from events.keys import DATANODE_TABLE, datanode_table_ids
 from events.values import KeyValue, LabelRuleValue, TableInfoValue
 from projector.fold.layered import LayeredValues, WrittenValues, delete, holds_key, read
-from projector.fold.packing import POOLED_INFO, Packed, pack
+from projector.fold.packing import KEPT_AS_IS, POOLED_INFO, Packed, pack
 from projector.fold.view import EMPTY_TABLES, RULE_PREFIX, Reads, View
 
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
@@ -110,7 +110,9 @@ class Draft(Reads):
             if put:
                 assert value is not None
                 if type(value) is not TableInfoValue:
-                    written[key] = pack(value)
+                    # `pack` would keep a kept class as it is (a replay reads those packed).
+                    kept = type(value) in KEPT_AS_IS
+                    written[key] = value if kept else pack(value)  # type: ignore[assignment]
                 else:
                     infos.append(value)
                     if value.__pydantic_fields_set__ is POOLED_INFO:

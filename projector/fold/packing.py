@@ -12,13 +12,19 @@ image stores instead:
 - label rules as they are (there are few).
 
 `unpack(pack(v)) == v` for every value; accessors unpack on read.
+
+A replay reads names, routes and datanode tables straight into their packed forms
+(`PACKED_RECORDS`, `projector.replay.source.packed_decoder`): its events hold those
+where the models would be, and `pack` keeps them as they are.
 """
 
 from collections.abc import Iterable
 from operator import attrgetter
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from events.base import built
+from events.changes import Mutation, Requirement
+from events.event import Event
 from events.pool import COLUMN_KEY, pool, pooled_fields_set, shared, shared_column
 from events.values import (
     Column,
@@ -59,6 +65,19 @@ class PackedDatanodeTable(NamedTuple):
 
 Packed = TableInfoValue | LabelRuleValue | PackedName | PackedRoute | PackedDatanodeTable
 """What the image stores under a key."""
+
+PACKED_RECORDS: dict[str, type[tuple[object, ...]]] = {
+    "TableNameValue": PackedName,
+    "TableRouteValue": PackedRoute,
+    "RegionRoute": tuple,  # a route as `PackedRoute.routes` holds it
+    "DatanodeTableValue": PackedDatanodeTable,
+}
+"""The records a replay reads as their packed forms, of their fields in order
+(`projector.replay.source.packed_decoder`)."""
+
+KEPT_AS_IS = frozenset({PackedName, PackedRoute, PackedDatanodeTable, LabelRuleValue})
+"""The classes `pack` returns unchanged: packed forms, and label rules (there are few)."""
+
 
 POOLED_INFO = pooled_fields_set(TableInfoValue)
 """The fields-set object of every packed info, the pool's mark: an info that
@@ -106,17 +125,19 @@ def packed_infos(rows: Iterable[dict[str, object]]) -> list[TableInfoValue]:
     return out
 
 
-def pack(value: KeyValue, previous: Packed | None = None) -> Packed:
+def pack(value: KeyValue | Packed, previous: Packed | None = None) -> Packed:
     """The compact form of a value, sharing what equal values already hold.
 
     Args:
-        value: The value a mutation PUTs.
+        value: The value a mutation PUTs (a packed form is kept: `KEPT_AS_IS`).
         previous: What the key held before, if anything: most info PUTs
             (alter options, rename, a version bump) keep the columns, and
             comparing against the old ones is cheaper than interning anew.
     """
     # Values are these exact classes (none is subclassed): no isinstance chain. The named
     # tuples are built by `tuple.__new__` from C-level attribute reads: no Python frame.
+    if type(value) in KEPT_AS_IS:
+        return value  # type: ignore[return-value]
     if type(value) is TableInfoValue:
         return _packed_info(value, previous)
     if type(value) is TableNameValue:
@@ -126,8 +147,7 @@ def pack(value: KeyValue, previous: Packed | None = None) -> Packed:
     if type(value) is TableRouteValue:
         routes = tuple(map(_ROUTE_FIELDS, value.region_routes))
         return _new(PackedRoute, (value.table_id, routes))
-    assert isinstance(value, LabelRuleValue)
-    return value
+    raise TypeError(f"{type(value).__name__} is not a key value")
 
 
 _new = tuple.__new__
@@ -160,8 +180,34 @@ def _columns(columns: tuple[Column, ...]) -> tuple[Column, ...]:
     return found if all(found) else tuple(map(shared_column, columns))  # type: ignore[return-value]
 
 
-def unpack(packed: Packed) -> KeyValue:
-    """The value a packed form stands for."""
+def unpacked(event: Event) -> Event:
+    """The event as logged, from one a replay read with its values packed
+    (`PACKED_RECORDS`); any other event as it is. For what the fold keeps of an event:
+    a pending change is the event, and equal to the logged one."""
+    if not any(type(m.value) in _FORMS for m in event.mutations) and not any(
+        type(getattr(r, "value", None)) in _FORMS for r in event.requirements
+    ):
+        return event
+    mutations = tuple(_with_value(m) for m in event.mutations)
+    requirements = tuple(_with_value(r) for r in event.requirements)
+    return event.model_copy(update={"mutations": mutations, "requirements": requirements})
+
+
+_FORMS = frozenset({PackedName, PackedRoute, PackedDatanodeTable})
+"""The packed forms a replay reads where values' models would be."""
+
+_Valued = TypeVar("_Valued", Mutation, Requirement)
+
+
+def _with_value(record: _Valued) -> _Valued:
+    value = getattr(record, "value", None)
+    if value is None or type(value) not in _FORMS:
+        return record
+    return record.model_copy(update={"value": unpack(value)})
+
+
+def unpack(packed: Packed | KeyValue) -> KeyValue:
+    """The value a packed form stands for (a value as it is)."""
     if isinstance(packed, PackedName):
         return TableNameValue(table_id=packed.table_id)
     if isinstance(packed, PackedRoute):

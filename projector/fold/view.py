@@ -103,7 +103,8 @@ class Reads:
             return self._has(requirement.key)
         assert isinstance(requirement, ValueEquals)
         packed = self._get(requirement.key)
-        return packed is not None and unpack(packed) == requirement.value
+        # A replay's event holds its value packed (`packing.packed_decoder`).
+        return packed is not None and unpack(packed) == unpack(requirement.value)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

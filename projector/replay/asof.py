@@ -19,7 +19,7 @@ from projector.errors import ReplayError, SnapshotError
 from projector.fold.image import Image
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.replay.point import Point, replay_until
-from projector.replay.source import LogReader
+from projector.replay.source import LogReader, packed_decoder
 from projector.snapshot.store import Position, list_snapshots, read_snapshot
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,9 @@ def open_at(
     """`replay_as_of`, and the events after the point, read on from the same consumer.
 
     For a diff: the second point is reached without reading the log twice. Close
-    what remains to close its consumer.
+    what remains to close its consumer. The events are read for a fold
+    (`packed_decoder`: names, routes and datanode tables packed): fold them, or
+    read their keys and intents, not their values.
 
     Raises:
         The same as `replay_as_of`.
@@ -84,7 +86,7 @@ def open_at(
         bootstrap, topics, catalog, 0 if position is None else position.next_offset, security
     )
     seen = None if progress is None else (lambda event: progress(reader, event))
-    events = reader.events()
+    events = reader.events(packed_decoder())  # folded, never shown: values read packed
     passed: list[Event] = []  # the first event past the point: the rest begins there
     try:
         image = replay_until(image, events, point, seen, passed)

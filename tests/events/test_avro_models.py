@@ -2,7 +2,7 @@
 pydantic validates from the model-shaped dict, type for type, and refuses what that refuses."""
 
 import typing
-from typing import Any
+from typing import Any, NamedTuple
 
 import event_golden as golden
 import pytest
@@ -26,7 +26,7 @@ from events.event import Event
 from events.intents import Intent
 from events.pool import pooled_fields_set, shared, shared_column
 from events.schema_store import HEADER_LENGTH, default_store
-from events.values import Column, TableInfoValue
+from events.values import Column, TableInfoValue, TableRouteValue
 
 CURRENT = default_store().current("event")
 READ_MODELS = compile_reader(CURRENT.parsed, models=mirrors(Event))
@@ -213,3 +213,44 @@ def test_an_info_read_holds_the_pooled_names_and_carries_the_pools_mark() -> Non
     # pydantic's own model, and a changed copy of the one read, carry no mark.
     assert _info(through_dict(EVENT)).__pydantic_fields_set__ is not mark
     assert first.model_copy(update={"version": 9}).__pydantic_fields_set__ is not mark
+
+
+class RouteRow(NamedTuple):
+    """A stand-in for a compact form of `TableRouteValue` (two fields, as the record)."""
+
+    table_id: int
+    routes: tuple[tuple[int, int, tuple[int, ...]], ...]
+
+
+def test_records_named_in_tuples_are_read_as_tuples_of_their_fields_in_order() -> None:
+    read = compile_reader(CURRENT.parsed, models=mirrors(Event),
+                          tuples={"TableRouteValue": RouteRow, "RegionRoute": tuple})  # fmt: skip
+    event, end = read(EVENT, HEADER_LENGTH)
+    assert end == len(EVENT)
+    logged = through_dict(EVENT)
+    routes = 0
+    for got, want in zip(event.mutations, logged.mutations, strict=True):
+        if isinstance(want.value, TableRouteValue):
+            routes += 1
+            assert type(got.value) is RouteRow
+            assert got.value == (want.value.table_id, tuple(
+                (r.region_id, r.leader_datanode, r.follower_datanodes)
+                for r in want.value.region_routes))  # fmt: skip
+        else:
+            same_models(got, want)
+    assert routes == 1
+    same_models(event.intent, logged.intent)
+
+
+@pytest.mark.parametrize(
+    ("tuples", "refusal"),
+    [
+        ({"Mutation": tuple}, "validators would not run"),  # its op/value check would be skipped
+        ({"TableNameValue": RouteRow}, "has 1 field"),  # two fields for a record of one
+    ],
+)
+def test_a_record_is_not_read_as_a_tuple_that_would_skip_a_check_or_misplace_a_field(
+    tuples: dict[str, type[tuple[Any, ...]]], refusal: str
+) -> None:
+    with pytest.raises(ValueError, match=refusal):
+        compile_reader(CURRENT.parsed, models=mirrors(Event), tuples=tuples)
