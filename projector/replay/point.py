@@ -105,11 +105,11 @@ def replay_until(
     for event in events:
         if seen is not None:
             seen(event)
-        if event.resource_version <= folding.resource_version:
-            continue
         if point.passed_by(event):
+            if event.resource_version <= folding.resource_version:
+                continue  # held already (by a snapshot): it marks no point
             if past is not None:
                 past.append(event)
             break
-        folding.apply(event)
+        folding.apply(event)  # skips what it holds already
     return folding.image()
