@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from events.checkpoint import Checkpoint
-from events.codec import decode_event
 from events.errors import DecodeError
 from events.event import GENESIS_HASH
 from projector.audit.fast import checked
@@ -35,6 +34,7 @@ from projector.audit.raw import NotAnEvent, RawEvent, parse
 from projector.errors import ApplyError, SequenceGap, StaleLeader
 from projector.fold.apply import Folding
 from projector.fold.image import Image
+from projector.replay.source import packed_decoder
 
 LOOKAHEAD = 10_000
 """Records read past a jump in resource_versions to tell `reordered` from `deleted`."""
@@ -84,6 +84,7 @@ class Verifier:
         self._kept = kept
         self._only = catalog
         self._fold = fold
+        self._decode = packed_decoder()  # the fold only reads them: values read packed
         self._catalogs: dict[str, _Catalog] = {}
         self._by_name: dict[bytes, _Catalog] = {}  # the same, by the name's bytes (fast path)
         self._others: set[bytes] = set()  # catalogs not verified (`catalog`), by name's bytes
@@ -353,7 +354,7 @@ class Verifier:
         record is parsed then, if `raw` is not given)."""
         kind: FaultKind
         try:
-            state.folding.apply(decode_event(data))
+            state.folding.apply(self._decode(data))
             return True
         except DecodeError as exc:
             kind, reason = "modified", f"it does not decode: {exc.reason}"
