@@ -75,7 +75,10 @@ PACKED_RECORDS: dict[str, type[tuple[object, ...]]] = {
 """The records a replay reads as their packed forms, of their fields in order
 (`projector.replay.source.packed_decoder`)."""
 
-KEPT_AS_IS = frozenset({PackedName, PackedRoute, PackedDatanodeTable, LabelRuleValue})
+PACKED_FORMS = frozenset({PackedName, PackedRoute, PackedDatanodeTable})
+"""The packed forms of `PACKED_RECORDS` (a route's routes are plain tuples inside one)."""
+
+KEPT_AS_IS = PACKED_FORMS | {LabelRuleValue}
 """The classes `pack` returns unchanged: packed forms, and label rules (there are few)."""
 
 
@@ -184,8 +187,8 @@ def unpacked(event: Event) -> Event:
     """The event as logged, from one a replay read with its values packed
     (`PACKED_RECORDS`); any other event as it is. For what the fold keeps of an event:
     a pending change is the event, and equal to the logged one."""
-    if not any(type(m.value) in _FORMS for m in event.mutations) and not any(
-        type(getattr(r, "value", None)) in _FORMS for r in event.requirements
+    if not any(type(m.value) in PACKED_FORMS for m in event.mutations) and not any(
+        type(getattr(r, "value", None)) in PACKED_FORMS for r in event.requirements
     ):
         return event
     mutations = tuple(_with_value(m) for m in event.mutations)
@@ -193,15 +196,12 @@ def unpacked(event: Event) -> Event:
     return event.model_copy(update={"mutations": mutations, "requirements": requirements})
 
 
-_FORMS = frozenset({PackedName, PackedRoute, PackedDatanodeTable})
-"""The packed forms a replay reads where values' models would be."""
-
 _Valued = TypeVar("_Valued", Mutation, Requirement)
 
 
 def _with_value(record: _Valued) -> _Valued:
     value = getattr(record, "value", None)
-    if value is None or type(value) not in _FORMS:
+    if value is None or type(value) not in PACKED_FORMS:
         return record
     return record.model_copy(update={"value": unpack(value)})
 
