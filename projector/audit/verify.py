@@ -84,7 +84,6 @@ class Verifier:
         self._kept = kept
         self._only = catalog
         self._fold = fold
-        self._decode = packed_decoder()  # the fold only reads them: values read packed
         self._catalogs: dict[str, _Catalog] = {}
         self._by_name: dict[bytes, _Catalog] = {}  # the same, by the name's bytes (fast path)
         self._others: set[bytes] = set()  # catalogs not verified (`catalog`), by name's bytes
@@ -354,7 +353,7 @@ class Verifier:
         record is parsed then, if `raw` is not given)."""
         kind: FaultKind
         try:
-            state.folding.apply(self._decode(data))
+            state.folding.apply(packed_decoder()(data))  # folded only: values read packed
             return True
         except DecodeError as exc:
             kind, reason = "modified", f"it does not decode: {exc.reason}"

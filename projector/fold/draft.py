@@ -110,7 +110,7 @@ class Draft(Reads):
             if put:
                 assert value is not None
                 if type(value) is not TableInfoValue:
-                    # `pack` would keep a kept class as it is (a replay reads those packed).
+                    # A replay reads names, routes and datanode tables packed already.
                     kept = type(value) in KEPT_AS_IS
                     written[key] = value if kept else pack(value)  # type: ignore[assignment]
                 else:

@@ -15,7 +15,7 @@ image stores instead:
 
 A replay reads names, routes and datanode tables straight into their packed forms
 (`PACKED_RECORDS`, `projector.replay.source.packed_decoder`): its events hold those
-where the models would be, and `pack` keeps them as they are.
+where the models would be, and the draft stores them as read (`KEPT_AS_IS`).
 """
 
 from collections.abc import Iterable
@@ -79,7 +79,7 @@ PACKED_FORMS = frozenset({PackedName, PackedRoute, PackedDatanodeTable})
 """The packed forms of `PACKED_RECORDS` (a route's routes are plain tuples inside one)."""
 
 KEPT_AS_IS = PACKED_FORMS | {LabelRuleValue}
-"""The classes `pack` returns unchanged: packed forms, and label rules (there are few)."""
+"""The classes a draft stores as read: packed forms, and label rules (there are few)."""
 
 
 POOLED_INFO = pooled_fields_set(TableInfoValue)
@@ -128,19 +128,17 @@ def packed_infos(rows: Iterable[dict[str, object]]) -> list[TableInfoValue]:
     return out
 
 
-def pack(value: KeyValue | Packed, previous: Packed | None = None) -> Packed:
+def pack(value: KeyValue, previous: Packed | None = None) -> Packed:
     """The compact form of a value, sharing what equal values already hold.
 
     Args:
-        value: The value a mutation PUTs (a packed form is kept: `KEPT_AS_IS`).
+        value: The value a mutation PUTs.
         previous: What the key held before, if anything: most info PUTs
             (alter options, rename, a version bump) keep the columns, and
             comparing against the old ones is cheaper than interning anew.
     """
     # Values are these exact classes (none is subclassed): no isinstance chain. The named
     # tuples are built by `tuple.__new__` from C-level attribute reads: no Python frame.
-    if type(value) in KEPT_AS_IS:
-        return value  # type: ignore[return-value]
     if type(value) is TableInfoValue:
         return _packed_info(value, previous)
     if type(value) is TableNameValue:
@@ -150,7 +148,8 @@ def pack(value: KeyValue | Packed, previous: Packed | None = None) -> Packed:
     if type(value) is TableRouteValue:
         routes = tuple(map(_ROUTE_FIELDS, value.region_routes))
         return _new(PackedRoute, (value.table_id, routes))
-    raise TypeError(f"{type(value).__name__} is not a key value")
+    assert isinstance(value, LabelRuleValue)
+    return value
 
 
 _new = tuple.__new__
