@@ -3,5 +3,5 @@
 `write` writes the bytes fastavro writes and `read` reads what fastavro reads,
 each about twice as fast, from Python source generated once per schema
 (`source`); `shape` converts between the models' dict shape and fastavro's.
-`events.codec` uses them unless `METALOG_CODEC=fastavro` (then only `shape`).
+`events.kind_codec` uses them unless `METALOG_CODEC=fastavro` (then only `shape`).
 """

@@ -19,7 +19,7 @@ where the models would be, and the draft stores them as read (`KEPT_AS_IS`).
 """
 
 from collections.abc import Iterable
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import NamedTuple, TypeVar
 
 from events.base import built
@@ -186,12 +186,12 @@ def unpacked(event: Event) -> Event:
     """The event as logged, from one a replay read with its values packed
     (`PACKED_RECORDS`); any other event as it is. For what the fold keeps of an event:
     a pending change is the event, and equal to the logged one."""
-    if not any(type(m.value) in PACKED_FORMS for m in event.mutations) and not any(
-        type(getattr(r, "value", None)) in PACKED_FORMS for r in event.requirements
+    mutations = tuple(map(_with_value, event.mutations))
+    requirements = tuple(map(_with_value, event.requirements))
+    if all(map(is_, mutations, event.mutations)) and all(
+        map(is_, requirements, event.requirements)
     ):
         return event
-    mutations = tuple(_with_value(m) for m in event.mutations)
-    requirements = tuple(_with_value(r) for r in event.requirements)
     return event.model_copy(update={"mutations": mutations, "requirements": requirements})
 
 
@@ -199,6 +199,7 @@ _Valued = TypeVar("_Valued", Mutation, Requirement)
 
 
 def _with_value(record: _Valued) -> _Valued:
+    """The record with its value unpacked, if it holds a packed form; else itself."""
     value = getattr(record, "value", None)
     if value is None or type(value) not in PACKED_FORMS:
         return record

@@ -146,7 +146,7 @@ def packed_decoder() -> Callable[[bytes], Event]:
     A replay reads and folds millions of events; building each such value's model only
     for `projector.fold.packing.pack` to take it apart cost it about 2 µs an event. The
     events it gives hold `PACKED_RECORDS` where those models would be (an older schema's
-    event holds the models: `pack` takes both): fold them, hand them to nothing else.
+    event holds the models: the draft takes both): fold them, hand them to nothing else.
     """
     return event_decoder(PACKED_RECORDS)
 
