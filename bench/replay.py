@@ -12,6 +12,9 @@ stopped at the end; prints one JSON document). Phases, in one run:
   events, auto mode), produced in transactions of 10,000;
 - raw decode: every record of the catalog fetched first, then
   `events.codec.decode_event` over them alone (the limit);
+- the replay's own decode (`packed_decoder`: the events read packed, as named
+  tuples), over them alone: `replay_vs_packed_decode` is what reading from Kafka and
+  folding cost beside it;
 - the floor of a Python replay (`bench.replay_floor`): the same records
   decoded, checked and written by the least a fold must do, as one flat loop
   over one dict, from memory (no read from Kafka); `floor_vs_decode` is where
@@ -58,7 +61,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -82,7 +85,7 @@ from projector.kafka.clients import new_consumer, next_batch
 from projector.kafka.topics import create_metalog_topics
 from projector.replay.asof import replay_as_of
 from projector.replay.point import Point
-from projector.replay.source import LogReader
+from projector.replay.source import LogReader, packed_decoder
 from projector.snapshot.store import Position, write_snapshot
 
 
@@ -163,12 +166,12 @@ def built_log(bootstrap: str, tables: int, events: int,
     return topics, count, name, round(time.perf_counter() - started, 1)
 
 
-def _decode_s(records: list[bytes]) -> float:
-    """Seconds `decode_event` takes over the records (collector off, results dropped)."""
+def _decode_s(records: list[bytes], decode: Callable[[bytes], Any] = decode_event) -> float:
+    """Seconds `decode` takes over the records (collector off, results dropped)."""
     with collector_paused():
         started = time.perf_counter()
         for record in records:
-            decode_event(record)
+            decode(record)
         return time.perf_counter() - started
 
 
@@ -209,9 +212,10 @@ def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
         return out
     records = fetch(bootstrap, topics)
     assert len(records) == count
-    decodes, floors, replays = [], [], []
+    decodes, packed, floors, replays = [], [], [], []
     for _ in range(rounds):  # taking turns, so a burst of load hits all alike
         decodes.append(_decode_s(records))
+        packed.append(_decode_s(records, packed_decoder()))
         seconds, floor_keys = replay_floor_s(records)
         floors.append(seconds)
         started = time.perf_counter()  # the collector paused by the replay itself
@@ -223,6 +227,7 @@ def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
         del image
     del records
     out["raw_decode_events_per_s"] = [round(count / s) for s in decodes]
+    out["packed_decode_events_per_s"] = [round(count / s) for s in packed]
     out["floor_events_per_s"] = [round(count / s) for s in floors]
     out["replay_events_per_s"] = [round(count / s) for s in replays]
     pairs = zip(decodes, replays, strict=True)
@@ -231,6 +236,7 @@ def run(bootstrap: str, tables: int, events: int, history_only: bool = False,
     out["replay_vs_decode"] = round(decode / replay, 2)
     out["floor_vs_decode"] = round(decode / floor, 2)
     out["replay_vs_floor"] = round(floor / replay, 2)
+    out["replay_vs_packed_decode"] = round(statistics.median(packed) / replay, 2)
     if spark:
         out.update(_spark_replay(bootstrap, topics, count, keys))
         out["spark_vs_python_s"] = round(out["spark_replay_s"] / statistics.median(replays), 1)

@@ -16,7 +16,7 @@ from typing import Protocol, TypeVar
 
 from immutables import Map
 
-from events.changes import KeyAtVersion, Requirement, ValueEquals
+from events.changes import Requirement
 from events.event import Event
 from events.intents import (
     CHANGE_INTENTS,
@@ -30,7 +30,7 @@ from projector.errors import Divergence, SequenceGap, StaleLeader
 from projector.fold.control import CONTROL_HANDLERS, Changes
 from projector.fold.draft import Draft
 from projector.fold.image import Image, PendingChange, PublishMode, table_version
-from projector.fold.packing import unpacked
+from projector.fold.packed_events import FORM, unpacked
 
 _K = TypeVar("_K", bound=Hashable)
 
@@ -283,10 +283,11 @@ def _appended(
     return out.finish()
 
 
-for _kind in CHANGE_INTENTS:
+_CHANGE_TYPES = frozenset(CHANGE_INTENTS) | {FORM[kind] for kind in CHANGE_INTENTS}
+"""The intents `_apply_change` folds, and their forms as a replay reads them (a subclass
+of one takes `apply`'s path: the same)."""
+for _kind in _CHANGE_TYPES:
     _fold.register(_kind, _apply_change)
-_CHANGE_TYPES = frozenset(CHANGE_INTENTS)
-"""The intents `_apply_change` folds (a subclass of one takes `apply`'s path: the same)."""
 
 _VIEWLESS = frozenset({LeaderElected, LeaderResigned, CheckpointSigned, Reloaded})
 """The control intents whose handlers read and change no view: `Folding` keeps a run of
@@ -310,10 +311,10 @@ def _evolve(image: Image, changes: Changes) -> Image:
 
 
 def describe(requirement: Requirement) -> str:
-    """A requirement in words, for messages."""
-    if isinstance(requirement, KeyAtVersion):
+    """A requirement in words, for messages (by its tag: a replay reads it packed)."""
+    if requirement.type == "KeyAtVersion":
         return f"{requirement.type}({requirement.key} @ version {requirement.version})"
-    if isinstance(requirement, ValueEquals):
+    if requirement.type == "ValueEquals":
         return f"{requirement.type}({requirement.key} == the caller's snapshot)"
     return f"{requirement.type}({requirement.key})"
 

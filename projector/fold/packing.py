@@ -14,17 +14,15 @@ image stores instead:
 `unpack(pack(v)) == v` for every value; accessors unpack on read.
 
 A replay reads names, routes and datanode tables straight into their packed forms
-(`PACKED_RECORDS`, `projector.replay.source.packed_decoder`): its events hold those
-where the models would be, and the draft stores them as read (`KEPT_AS_IS`).
+(`PACKED_RECORDS`, with its events: `projector.fold.packed_events`): its events hold
+those where the models would be, and the draft stores them as read (`KEPT_AS_IS`).
 """
 
 from collections.abc import Iterable
-from operator import attrgetter, is_
-from typing import NamedTuple, TypeVar
+from operator import attrgetter
+from typing import NamedTuple
 
 from events.base import built
-from events.changes import Mutation, Requirement
-from events.event import Event
 from events.pool import COLUMN_KEY, pool, pooled_fields_set, shared, shared_column
 from events.values import (
     Column,
@@ -72,8 +70,8 @@ PACKED_RECORDS: dict[str, type[tuple[object, ...]]] = {
     "RegionRoute": tuple,  # a route as `PackedRoute.routes` holds it
     "DatanodeTableValue": PackedDatanodeTable,
 }
-"""The records a replay reads as their packed forms, of their fields in order
-(`projector.replay.source.packed_decoder`)."""
+"""The values a replay reads as their packed forms, of their fields in order (with its
+events' records: `projector.fold.packed_events.RECORDS`)."""
 
 PACKED_FORMS = frozenset({PackedName, PackedRoute, PackedDatanodeTable})
 """The packed forms of `PACKED_RECORDS` (a route's routes are plain tuples inside one)."""
@@ -180,30 +178,6 @@ def _columns(columns: tuple[Column, ...]) -> tuple[Column, ...]:
     """`tuple(map(shared_column, columns))`, looked up in C when every column was seen before."""
     found = tuple(map(pool.get, map(COLUMN_KEY, columns)))
     return found if all(found) else tuple(map(shared_column, columns))  # type: ignore[return-value]
-
-
-def unpacked(event: Event) -> Event:
-    """The event as logged, from one a replay read with its values packed
-    (`PACKED_RECORDS`); any other event as it is. For what the fold keeps of an event:
-    a pending change is the event, and equal to the logged one."""
-    mutations = tuple(map(_with_value, event.mutations))
-    requirements = tuple(map(_with_value, event.requirements))
-    if all(map(is_, mutations, event.mutations)) and all(
-        map(is_, requirements, event.requirements)
-    ):
-        return event
-    return event.model_copy(update={"mutations": mutations, "requirements": requirements})
-
-
-_Valued = TypeVar("_Valued", Mutation, Requirement)
-
-
-def _with_value(record: _Valued) -> _Valued:
-    """The record with its value unpacked, if it holds a packed form; else itself."""
-    value = getattr(record, "value", None)
-    if value is None or type(value) not in PACKED_FORMS:
-        return record
-    return record.model_copy(update={"value": unpack(value)})
 
 
 def unpack(packed: Packed | KeyValue) -> KeyValue:

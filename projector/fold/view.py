@@ -17,7 +17,6 @@ from events.changes import (
     KeyAtVersion,
     KeyPresent,
     Requirement,
-    ValueEquals,
 )
 from events.keys import (
     LABEL_RULE,
@@ -44,6 +43,7 @@ from projector.fold.layered import (
     holds_key,
     read,
 )
+from projector.fold.packed_events import FORM
 from projector.fold.packing import (
     Packed,
     PackedDatanodeTable,
@@ -55,6 +55,10 @@ RULE_PREFIX = LABEL_RULE + "/"
 _REMOVED_INFO_PREFIX = removed(TABLE_INFO) + "/"
 _VERSIONED = (TableInfoValue, PackedDatanodeTable)
 """The packed values with a `version` (what `KeyAtVersion` reads)."""
+_ABSENT, _AT_VERSION, _PRESENT = (
+    frozenset({kind, FORM[kind]}) for kind in (KeyAbsent, KeyAtVersion, KeyPresent)
+)
+"""A requirement's class, or its form as a replay reads it (`packed_events`)."""
 
 EMPTY_TABLES: Map[int, None] = Map()
 """No table ids: a datanode's index before its first table."""
@@ -94,14 +98,14 @@ class Reads:
     def holds(self, requirement: Requirement) -> bool:
         """Whether a compare condition holds on this view."""
         kind = type(requirement)  # exact classes (none is subclassed): no isinstance chain
-        if kind is KeyAbsent:
+        if kind in _ABSENT:
             return not self._has(requirement.key)
-        if kind is KeyAtVersion:
+        if kind in _AT_VERSION:
             packed = self._get(requirement.key)
             return type(packed) in _VERSIONED and packed.version == requirement.version  # type: ignore[union-attr]
-        if kind is KeyPresent:
+        if kind in _PRESENT:
             return self._has(requirement.key)
-        assert isinstance(requirement, ValueEquals)
+        assert requirement.type == "ValueEquals"
         packed = self._get(requirement.key)
         # A replay's event holds its value packed (`packing.packed_decoder`).
         return packed is not None and unpack(packed) == unpack(requirement.value)

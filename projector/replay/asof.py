@@ -13,10 +13,12 @@ import logging
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
+from events.codec import decode_event
 from events.event import Event
 from events.topics import Topics
 from projector.errors import ReplayError, SnapshotError
 from projector.fold.image import Image
+from projector.fold.packed_events import unpacked
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.replay.point import Point, replay_until
 from projector.replay.source import LogReader, packed_decoder
@@ -73,23 +75,24 @@ def open_at(
     """`replay_as_of`, and the events after the point, read on from the same consumer.
 
     For a diff: the second point is reached without reading the log twice. Close
-    what remains to close its consumer. The events are read for a fold
-    (`packed_decoder`: names, routes and datanode tables packed): fold them, or
-    read their keys and intents, not their values.
+    what remains to close its consumer. The events up to the point are read packed
+    for the fold (`packed_decoder`); those after it, as logged.
 
     Raises:
         The same as `replay_as_of`.
     """
     start = _starting_point(bootstrap, topics, catalog, point, snapshot_dir)
     image, position = start if start is not None else (Image.empty(catalog), None)
-    reader = LogReader(
-        bootstrap, topics, catalog, 0 if position is None else position.next_offset, security
-    )
+    reader = LogReader(bootstrap, topics, catalog,
+                       0 if position is None else position.next_offset, security,
+                       packed_decoder())  # fmt: skip
     seen = None if progress is None else (lambda event: progress(reader, event))
-    events = reader.events(packed_decoder())  # folded, never shown: values read packed
+    events = reader.events()
     passed: list[Event] = []  # the first event past the point: the rest begins there
     try:
         image = replay_until(image, events, point, seen, passed)
+        reader.decode = decode_event  # the rest is read as logged
+        passed[:] = map(unpacked, passed)
         if image.resource_version == 0:
             raise ReplayError(
                 f"catalog `{catalog}` has no events on `{topics.events}` at or before {point}: "

@@ -24,7 +24,7 @@ from events.codec import decode_event, event_decoder
 from events.errors import DecodeError
 from events.event import Event
 from events.topics import Topics, partition_for
-from projector.fold.packing import PACKED_RECORDS
+from projector.fold.packed_events import RECORDS
 from projector.kafka.clients import (
     BULK_READ,
     DECODED_READ,
@@ -47,6 +47,8 @@ class LogReader:
         catalog: The catalog.
         start: The first offset to read (0: the beginning).
         security: How the reader signs in to a secured cluster.
+        decode: How `events` decodes each record; it may be changed between two (a
+            replay's fold reads packed up to its point: `packed_decoder`).
 
     Attributes:
         partition: The catalog's partition (set once reading begins).
@@ -60,6 +62,7 @@ class LogReader:
     catalog: str
     start: int = 0
     security: KafkaSecurity = PLAINTEXT
+    decode: Callable[[bytes], Event] = decode_event
     partition: int = -1
     end: int = -1
     offset: int = -1
@@ -71,20 +74,16 @@ class LogReader:
         """Records between `start` and `end` (transaction markers included): progress's total."""
         return max(self.end - self.start, 0)
 
-    def events(
-        self, decode: Callable[[bytes], Event] = decode_event
-    ) -> Generator[Event, None, None]:
-        """The catalog's events in log order; stop iterating early to stop reading.
-
-        Args:
-            decode: How each record is decoded (a replay's fold: `packed_decoder()`).
+    def events(self) -> Generator[Event, None, None]:
+        """The catalog's events in log order, decoded by `decode`; stop iterating early to
+        stop reading.
 
         Raises:
             KafkaException: The cluster or the events topic cannot be reached.
         """
         for data in self.raw(DECODED_READ):
             try:
-                yield decode(data)
+                yield self.decode(data)
             except DecodeError:
                 self.unreadable += 1
 
@@ -141,14 +140,15 @@ class LogReader:
 
 @functools.cache
 def packed_decoder() -> Callable[[bytes], Event]:
-    """`decode_event` for a fold: names, routes and datanode tables read already packed.
+    """`decode_event` for a fold: the event read packed (`projector.fold.packed_events`).
 
-    A replay reads and folds millions of events; building each such value's model only
-    for `projector.fold.packing.pack` to take it apart cost it about 2 µs an event. The
-    events it gives hold `PACKED_RECORDS` where those models would be (an older schema's
-    event holds the models: the draft takes both): fold them, hand them to nothing else.
+    A replay reads and folds millions of events. Building each one's models (the
+    event, its intent, requirements and table versions, and the names, routes and
+    datanode tables that `projector.fold.packing.pack` would take apart) cost it about
+    4 µs an event. An event of an older schema is read as models: the fold takes both.
+    Fold what it gives, or `packed_events.unpacked` it before handing it on.
     """
-    return event_decoder(PACKED_RECORDS)
+    return event_decoder(RECORDS)
 
 
 def _values(messages: list[Message], key: bytes) -> list[bytes]:

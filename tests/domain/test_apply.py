@@ -3,7 +3,8 @@
 import pytest
 
 from events.chain import seal
-from events.changes import KeyAbsent
+from events.changes import KeyAbsent, KeyAtVersion
+from events.codec import encode_event
 from events.commands import AlterTable, Reload
 from events.event import Event
 from events.intents import LeaderResigned
@@ -12,6 +13,8 @@ from producers.decide.core import decide, elect
 from projector.errors import Divergence, SequenceGap, StaleLeader
 from projector.fold.apply import Delivery, apply, classify, replay
 from projector.fold.image import Image
+from projector.fold.packed_events import unpacked
+from projector.replay.source import packed_decoder
 from tests.domain.builders import CATALOG, command, create, local, stamps
 
 
@@ -47,6 +50,26 @@ def test_a_failed_requirement_is_divergence_naming_the_resource_version_and_requ
     expected = rf"resource_version 2: requirement KeyAbsent\({name_key}\)"
     with pytest.raises(Divergence, match=expected):
         apply(image, forged)
+
+
+def test_a_failed_requirement_read_packed_is_named_as_when_read_as_a_model() -> None:
+    events = _log()
+    image = replay(Image.empty(CATALOG), events[:1])
+    info_key = "__table_info/1"
+    forged = events[1].model_copy(update={"requirements": (KeyAtVersion(key=info_key, version=7),)})
+    packed = packed_decoder()(encode_event(forged))
+    assert type(packed) is not Event and type(packed.requirements[0]) is not KeyAtVersion
+    expected = rf"resource_version 2: requirement KeyAtVersion\({info_key} @ version 7\)"
+    with pytest.raises(Divergence, match=expected):
+        apply(image, packed)
+
+
+def test_an_event_read_packed_unpacks_to_the_event_as_logged() -> None:
+    for event in _log():  # a create, an alter and a control event
+        packed = packed_decoder()(encode_event(event))
+        assert type(packed) is not Event
+        assert unpacked(packed) == event
+        assert type(unpacked(packed).intent) is type(event.intent)
 
 
 def test_a_table_version_jump_is_divergence() -> None:

@@ -72,7 +72,7 @@ def test_replaying_the_decoded_log_from_empty_equals_the_image_after_every_step(
             replayed = apply(replayed, decoded[-1])
         assert replayed == run.image, step
     assert replay(Image.empty(CATALOG), decoded) == run.image
-    # A replay reads names, routes and datanode tables packed; its pending changes are
-    # the logged events all the same.
+    # A replay reads its events packed (named tuples, not models); its pending changes
+    # are the logged events all the same.
     packed = list(map(packed_decoder(), map(encode_event, run.log)))
     assert replay(Image.empty(CATALOG), packed) == run.image
