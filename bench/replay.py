@@ -18,7 +18,8 @@ stopped at the end; prints one JSON document). Phases, in one run:
 - the floor of a Python replay (`bench.replay_floor`): the same records
   decoded, checked and written by the least a fold must do, as one flat loop
   over one dict, from memory (no read from Kafka); `floor_vs_decode` is where
-  any Python replay of this log stops, `replay_vs_floor` what the fold adds;
+  a Python replay that decodes to models stops (the replay reads lighter, so
+  `replay_vs_floor` can pass 1);
 - as-of replay of the whole log from Kafka with no snapshot
   (`projector.replay.asof.replay_as_of`: read, decode, fold), taking turns
   with the raw decode and the floor `--rounds` times (default 3); `replay_vs_decode`

@@ -1,15 +1,15 @@
 """The floor of a Python replay: decode each record, and the least a fold must do with it.
 
 `bench.replay` times it beside the raw decode and the as-of replay, in turns.
-Each event is decoded (`events.codec.decode_event`, as the replay does) and
-then checked and written as one flat loop over one dict: the resource_version
-follows the last, the hash chain holds, every requirement holds, every table
-goes to the next version (its info's: the bench's log drops no table), and the
-mutations are written (a PUT stores the value as read, a DELETE removes the
-key). No calls, no modes, no packing, no indexes, no read from Kafka (the
-records are in memory): what the real fold does besides (`projector.fold`) is
-what a replay of this design adds to it. A fault raises `AssertionError`: the
-floor must replay the same log.
+Each event is decoded as models (`events.codec.decode_event`) and then checked
+and written as one flat loop over one dict: the resource_version follows the
+last, the hash chain holds, every requirement holds, every table goes to the
+next version (its info's: the bench's log drops no table), and the mutations
+are written (a PUT stores the value as read, a DELETE removes the key). No
+calls, no modes, no packing, no indexes, no read from Kafka (the records are in
+memory): where a replay that decodes its events as models stops. The replay
+reads them lighter (`projector.fold.packed_events`), so it can pass it. A fault
+raises `AssertionError`: the floor must replay the same log.
 """
 
 from __future__ import annotations
