@@ -97,7 +97,7 @@ class Reads:
 
     def holds(self, requirement: Requirement) -> bool:
         """Whether a compare condition holds on this view."""
-        kind = type(requirement)  # exact classes (none is subclassed): no isinstance chain
+        kind = type(requirement)  # exact classes (a model's or its form's): no isinstance chain
         if kind in _ABSENT:
             return not self._has(requirement.key)
         if kind in _AT_VERSION:
@@ -107,7 +107,7 @@ class Reads:
             return self._has(requirement.key)
         assert requirement.type == "ValueEquals"
         packed = self._get(requirement.key)
-        # A replay's event holds its value packed (`packing.packed_decoder`).
+        # A replay's event holds its value packed (`packed_events`).
         return packed is not None and unpack(packed) == unpack(requirement.value)
 
 
