@@ -4,10 +4,11 @@ import pytest
 
 from events.chain import seal
 from events.changes import KeyAbsent, KeyAtVersion
-from events.codec import encode_event
+from events.codec import codec, encode_event
 from events.commands import AlterTable, Reload
 from events.event import Event
 from events.intents import LeaderResigned
+from events.schema_store import default_store
 from events.values import TableVersion
 from producers.decide.core import decide, elect
 from projector.errors import Divergence, SequenceGap, StaleLeader
@@ -70,6 +71,15 @@ def test_an_event_read_packed_unpacks_to_the_event_as_logged() -> None:
         assert type(packed) is not Event
         assert unpacked(packed) == event
         assert type(unpacked(packed).intent) is type(event.intent)
+
+
+def test_a_log_read_packed_may_hold_an_older_schemas_record_read_as_a_model() -> None:
+    events = _log()
+    v1, event_codec = default_store().versions("event")[0], codec("event")
+    older = v1.header + event_codec.body(event_codec.model_to_avro(events[0]), v1)
+    read = [packed_decoder()(older), *map(packed_decoder(), map(encode_event, events[1:]))]
+    assert type(read[0]) is Event and type(read[1]) is not Event
+    assert replay(Image.empty(CATALOG), read) == replay(Image.empty(CATALOG), events)
 
 
 def test_a_table_version_jump_is_divergence() -> None:
