@@ -117,7 +117,7 @@ def event_decoder(tuples: Mapping[str, type[tuple[Any, ...]]]) -> Callable[[byte
     `tuples` as tuples of their fields (`events.compiled.read.compile_reader`).
 
     For a reader that keeps those values in such a compact form and hands the events
-    to nothing else (the replay's fold: `projector.fold.packing`). An event of an older
+    to nothing else (the replay's fold: `projector.fold.packed_events`). An event of an older
     schema, and one that the compiled read refuses, is decoded as `decode_event`
     decodes it, so a caller takes both forms. Compiled once per call: keep the result.
     """

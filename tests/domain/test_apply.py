@@ -8,6 +8,7 @@ from events.codec import codec, encode_event
 from events.commands import AlterTable, Reload
 from events.event import Event
 from events.intents import LeaderResigned
+from events.keys import table_info_key
 from events.schema_store import default_store
 from events.values import TableVersion
 from producers.decide.core import decide, elect
@@ -56,7 +57,7 @@ def test_a_failed_requirement_is_divergence_naming_the_resource_version_and_requ
 def test_a_failed_requirement_read_packed_is_named_as_when_read_as_a_model() -> None:
     events = _log()
     image = replay(Image.empty(CATALOG), events[:1])
-    info_key = "__table_info/1"
+    info_key = table_info_key(1)
     forged = events[1].model_copy(update={"requirements": (KeyAtVersion(key=info_key, version=7),)})
     packed = packed_decoder()(encode_event(forged))
     assert type(packed) is not Event and type(packed.requirements[0]) is not KeyAtVersion
