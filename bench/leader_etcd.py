@@ -87,6 +87,12 @@ class EtcdServer:
         self.__exit__(None, None, None)
         raise StackError(f"etcd did not become healthy in {START_TIMEOUT_S:.0f} s")
 
+    @property
+    def pid(self) -> int:
+        """The etcd process's id (for its CPU per command)."""
+        assert self._process is not None, "enter the server first"
+        return self._process.pid
+
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None,
         tb: TracebackType | None,

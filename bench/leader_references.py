@@ -74,15 +74,17 @@ def run_etcd(binary: str, data_dir: Path, port: int, event: bytes, counts: list[
              args: argparse.Namespace) -> Results:  # fmt: skip
     """etcd on loopback: a compare-and-put of the event's bytes per command, a key per thread."""
     results: Results = {}
-    with EtcdServer(binary, data_dir, port):
+    with EtcdServer(binary, data_dir, port) as server:
         log(f"etcd on 127.0.0.1:{port}")
         for n in counts:
             keys = [EtcdKey(port, f"/bench/{n}/t{i}", event) for i in range(n)]
             for key in keys:
                 key.create()
-            results["etcd", n] = closed_loop(
-                "etcd", [key.put for key in keys], args.warmup, args.duration
-            )
+            results["etcd", n] = measured(
+                lambda: closed_loop("etcd", [key.put for key in keys],  # noqa: B023
+                                    args.warmup, args.duration),
+                {"etcd": server.pid, "clients": os.getpid()}, args.warmup, args.duration,
+            )  # fmt: skip
             for key in keys:
                 key.close()
             log(f"etcd @{n}: {results['etcd', n]}")
