@@ -1,8 +1,8 @@
 """CPU per acknowledged command, per process, for ``bench.leader`` (Linux ``/proc``).
 
-The machine has few cores, so CPU per command is throughput: a window's CPU
-seconds of the broker, the leader and the bench process itself (the clients,
-or the raw committer), divided by the commands acknowledged in that window.
+The machine has few cores, so CPU per command bounds throughput: a window's CPU
+seconds of the broker (or etcd), the leader and the bench process itself (the
+clients, or the raw committer), divided by the commands acknowledged in that window.
 """
 
 from __future__ import annotations

@@ -243,7 +243,7 @@ class Leader:
         consumer = Consumer(secured(settings, self.security))
         consumer.subscribe(
             [self.topics.commands], on_assign=self._on_assign, on_revoke=self._on_revoke,
-            on_lost=self._on_revoke,
+            on_lost=self._on_lost,
         )  # fmt: skip
         try:
             while not self._stop.is_set():
@@ -288,8 +288,18 @@ class Leader:
         with self._serving:
             self._serving.notify_all()
 
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Hand back the partitions the group took from this member without asking."""
+        log.warning("leader %s lost partitions %s: the group reassigned them (its session "
+                    "timed out, or it was fenced)", self.leader_id,
+                    [tp.partition for tp in partitions])  # fmt: skip
+        self._on_revoke(consumer, partitions)
+
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Hand back the partitions taken from this member (revoked, or lost to a timeout)."""
+        if partitions:
+            log.info("leader %s hands back partitions %s", self.leader_id,
+                     [tp.partition for tp in partitions])  # fmt: skip
         for tp in partitions:
             owner = self._owners.pop(tp.partition, None)
             if owner is not None:
