@@ -1,14 +1,17 @@
-"""Faults on a real broker: fencing, kill -9 inside a transaction, poison commands."""
+"""Faults on a real broker: fencing, kill -9 in a transaction, a paused leader, poison commands."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from events.codec import decode_reply
 from events.intents import LeaderElected
@@ -23,6 +26,7 @@ from producers.leader.owner import (
     PartitionOwner,
 )
 from tests.fixtures.kafka import TopicSet
+from tests.follower.workload import wait_until
 from tests.leader.conftest import log_of
 from tests.leader.history import check_history
 
@@ -103,6 +107,44 @@ def test_kill_9_inside_a_transaction_leaves_nothing_partial_and_a_retry_applies_
     assert outcomes and outcomes[0] == retried
     log = log_of(wire)
     assert [e.command_id for e in log].count("c-1") == 1
+    assert after.resource_version == log[-1].resource_version
+    check_history(log)
+
+
+def test_a_leader_paused_past_its_session_timeout_warns_it_lost_its_partition_and_serves_again(
+    wire: TopicSet, client: MetadataClient, tmp_path: Path
+) -> None:
+    group = f"{wire.prefix}-leaders"
+    admin = AdminClient({"bootstrap.servers": wire.bootstrap})
+
+    def members() -> int:
+        return len(admin.describe_consumer_groups([group])[group].result(10.0).members)
+
+    stderr = tmp_path / "leader.log"
+    with stderr.open("wb") as log:
+        paused = subprocess.Popen(
+            [sys.executable, "-m", "metalog.cli", "leader", "--bootstrap", wire.bootstrap,
+             "--prefix", wire.prefix, "--group", group, "--leader-id", "paused",
+             "--session-timeout-ms", "6000"],
+            stdout=subprocess.DEVNULL, stderr=log,
+        )  # fmt: skip
+    try:
+        client.create_table("public", "t", COLUMNS, timeout=60.0)
+        paused.send_signal(signal.SIGSTOP)  # a long pause: its heartbeats stop
+        wait_until(lambda: members() == 0, timeout=60.0)  # the group dropped it
+        paused.send_signal(signal.SIGCONT)
+        after = client.alter_table("public", "t", set_options={"ttl": "1d"}, timeout=60.0)
+    finally:
+        paused.send_signal(signal.SIGCONT)
+        paused.terminate()
+        paused.wait(timeout=30.0)
+
+    assert "leader paused lost partitions [0]" in stderr.read_text()
+    log = log_of(wire)
+    assert [type(e.intent).__name__ for e in log] == [
+        "LeaderElected", "TableCreated", "LeaderElected", "TableAltered",
+    ]  # fmt: skip
+    assert [e.leader_epoch for e in log] == [1, 1, 2, 2]
     assert after.resource_version == log[-1].resource_version
     check_history(log)
 
