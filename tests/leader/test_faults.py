@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import IO
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -60,14 +61,17 @@ def test_a_new_owner_fences_the_old_leader_and_nothing_it_writes_after_is_visibl
     usurper.close()
 
 
-def _leader_process(wire: TopicSet, crash_at: str | None) -> subprocess.Popen[bytes]:
+def _leader_process(
+    wire: TopicSet, crash_at: str | None, *args: str, stderr: IO[bytes] | int = subprocess.DEVNULL
+) -> subprocess.Popen[bytes]:
+    """A `metalog leader` of the group `{prefix}-leaders`, with `args` added."""
     env = {k: v for k, v in os.environ.items() if k != "METALOG_CRASH_AT"}
     if crash_at:
         env["METALOG_CRASH_AT"] = crash_at
     return subprocess.Popen(
         [sys.executable, "-m", "metalog.cli", "leader", "--bootstrap", wire.bootstrap,
-         "--prefix", wire.prefix, "--group", f"{wire.prefix}-leaders"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+         "--prefix", wire.prefix, "--group", f"{wire.prefix}-leaders", *args],
+        env=env, stdout=subprocess.DEVNULL, stderr=stderr,
     )  # fmt: skip
 
 
@@ -122,12 +126,8 @@ def test_a_leader_paused_past_its_session_timeout_warns_it_lost_its_partition_an
 
     stderr = tmp_path / "leader.log"
     with stderr.open("wb") as log:
-        paused = subprocess.Popen(
-            [sys.executable, "-m", "metalog.cli", "leader", "--bootstrap", wire.bootstrap,
-             "--prefix", wire.prefix, "--group", group, "--leader-id", "paused",
-             "--session-timeout-ms", "6000"],
-            stdout=subprocess.DEVNULL, stderr=log,
-        )  # fmt: skip
+        paused = _leader_process(wire, None, "--leader-id", "paused",
+                                 "--session-timeout-ms", "6000", stderr=log)  # fmt: skip
     try:
         client.create_table("public", "t", COLUMNS, timeout=60.0)
         paused.send_signal(signal.SIGSTOP)  # a long pause: its heartbeats stop
