@@ -1,7 +1,7 @@
 """The limits for ``bench.leader``: raw transactional produce, batched like the leader.
 
 One transactional producer with the leader's own settings
-(`producers.leader.owner.TRANSACTIONAL_SETTINGS`), served by one committer thread. A
+(`producers.leader.transaction.TRANSACTIONAL_SETTINGS`), served by one committer thread. A
 "command" is a client thread handing a request to the committer and waiting
 for it to be committed. The committer takes whatever requests have arrived
 (at most ``batch_size``, the leader's default 200), and for the batch runs
@@ -27,7 +27,7 @@ from typing import Any, Self
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from events.topics import Topics
-from producers.leader.owner import TRANSACTIONAL_SETTINGS
+from producers.leader.transaction import TRANSACTIONAL_SETTINGS
 from projector.kafka.clients import CLIENT_SETTINGS, next_batch, watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 

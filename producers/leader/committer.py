@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Message
 
+from events.codec import decode_command
 from events.commands import Command
+from events.errors import DecodeError
 from events.replies import Reply
-from events.topics import COMMANDS_OFFSET_HEADER
+from events.topics import COMMAND_ID_HEADER, COMMANDS_OFFSET_HEADER, REPLY_TO_HEADER
 from producers.errors import Fenced, TransactionFailed
 from projector.fold.image import Image
 
@@ -47,6 +49,32 @@ class Input:
     def offset(self) -> int | None:
         """The command's offset in the commands topic; None for an in-process one."""
         return None if self.raw is None else self.raw.offset()
+
+    @classmethod
+    def read(cls, message: Message, max_bytes: int) -> Input:
+        """A commands record as an input; one that cannot be served carries its `problem`."""
+        raw_headers = message.headers() or []
+        pairs = raw_headers.items() if isinstance(raw_headers, dict) else raw_headers
+        headers = {key: _text(value) for key, value in pairs}
+        item = cls(None, raw=message, reply_to=headers.get(REPLY_TO_HEADER),
+                   command_id=headers.get(COMMAND_ID_HEADER))  # fmt: skip
+        value = message.value() or b""
+        if len(value) > max_bytes:
+            item.problem = f"command of {len(value)} bytes exceeds the limit of {max_bytes} bytes"
+            return item
+        try:
+            item.command = decode_command(value)
+        except DecodeError as exc:
+            item.problem = exc.reason
+        except Exception as exc:  # whatever a command holds, it is one poison command
+            item.problem = f"the command could not be read ({type(exc).__name__}: {exc})"
+        return item
+
+
+def _text(value: str | bytes | None) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return value
 
 
 @dataclass(slots=True)

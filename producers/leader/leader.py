@@ -15,11 +15,9 @@ from typing import Self
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
-from events.codec import decode_command
 from events.commands import Command
-from events.errors import DecodeError
 from events.replies import Committed, Rejected, Reply
-from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
+from events.topics import Topics
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT
 from producers.errors import (
     CommandOutcomeUnknown,
@@ -327,7 +325,7 @@ class Leader:
                     log.warning("commands topic: %s", error)
                 continue
             partition, offset = message.partition() or 0, message.offset() or 0
-            inputs[partition].append(self._read(message))
+            inputs[partition].append(Input.read(message, self.options.max_command_bytes))
             consumed[partition] = offset + 1
         assert self._layout is not None
         while True:
@@ -364,37 +362,6 @@ class Leader:
                 owner.abandon(failure)
                 _fail(items, failure)
                 consumer.seek(TopicPartition(self.topics.commands, partition, _start(owner)))
-
-    def _read(self, message: Message) -> Input:
-        raw_headers = message.headers() or []
-        pairs = raw_headers.items() if isinstance(raw_headers, dict) else raw_headers
-        headers = {key: _text(value) for key, value in pairs}
-        item = Input(
-            None,
-            raw=message,
-            reply_to=headers.get(REPLY_TO_HEADER),
-            command_id=headers.get(COMMAND_ID_HEADER),
-        )
-        value = message.value() or b""
-        if len(value) > self.options.max_command_bytes:
-            item.problem = (
-                f"command of {len(value)} bytes exceeds the limit of "
-                f"{self.options.max_command_bytes} bytes"
-            )
-            return item
-        try:
-            item.command = decode_command(value)
-        except DecodeError as exc:
-            item.problem = exc.reason
-        except Exception as exc:  # whatever a command holds, it is one poison command
-            item.problem = f"the command could not be read ({type(exc).__name__}: {exc})"
-        return item
-
-
-def _text(value: str | bytes | None) -> str | None:
-    if isinstance(value, bytes):
-        return value.decode(errors="replace")
-    return value
 
 
 def _fail(items: list[Input], error: BaseException) -> None:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 
 from events.replies import Reply
 from events.topics import Topics
@@ -18,50 +16,22 @@ from producers.errors import CommandRejected, Fenced, RecordRefused, Transaction
 from producers.leader.answers import Answers
 from producers.leader.committer import Batch, GroupCommitter, Input
 from producers.leader.ids import random_uuid
-from producers.leader.isolation import refusal, serve_alone
+from producers.leader.isolation import serve_alone
 from producers.leader.local import LocalCatalog, Stamp
 from producers.leader.options import LeaderOptions
 from producers.leader.rebuild import Rebuilt, make_catalog, take_over, warm_up
 from producers.leader.restart import RestartPoint, RestartPoints
-from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY
-from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
+from producers.leader.transaction import commit, crash_point, open_producer
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
-__all__ = ["Input", "LeaderOptions", "PartitionOwner", "crash_point", "stamp_now"]
+__all__ = ["Input", "LeaderOptions", "PartitionOwner", "stamp_now"]
 
 log = logging.getLogger(__name__)
-
-
-TRANSACTIONAL_SETTINGS: dict[str, str | int | float | bool] = {
-    "enable.idempotence": True,
-    "acks": "all",
-    # A batch's records are produced in one loop and the commit flushes them, so a
-    # linger batches nothing more; 0.1 ms instead of 1 cut raw transactional produce's
-    # p50 by 0.3 ms at one client and 2 ms at 1,000/s (docs/benchmarks/leader.md).
-    "linger.ms": 0.1,
-    "partitioner": "murmur2_random",
-    # After a commit the coordinator still writes its markers, and the next batch's
-    # AddPartitionsToTxn is answered CONCURRENT_TRANSACTIONS: librdkafka retries after
-    # retry.backoff.ms (default 100, doubling; the Java client waits 20 ms, KAFKA-5477).
-    # 2 ms: see BENCHMARKS.md, "Leader".
-    "retry.backoff.ms": 2,
-    **NO_DELAY,
-}
-"""The leader's transactional producer settings (besides its id and timeout)."""
 
 
 def stamp_now() -> Stamp:
     """A fresh event id and the wall-clock time: the leader is where time is read."""
     return Stamp(event_id=random_uuid(), occurred_at=datetime.now(UTC))
-
-
-_CRASH_AT = os.environ.get("METALOG_CRASH_AT")
-"""Read once: `crash_point` runs per record, and the tests set it before the process starts."""
-
-
-def crash_point(name: str) -> None:
-    """Die at once (SIGKILL) when `METALOG_CRASH_AT` names this point: fault-injection tests."""
-    if name == _CRASH_AT:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class PartitionOwner:
@@ -240,23 +210,8 @@ class PartitionOwner:
                 self._transact(kept, group=None)
 
     def _new_producer(self) -> Producer:
-        producer = Producer(secured(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "transactional.id": f"{self.topics.prefix}-leader-{self.partition}",
-                "transaction.timeout.ms": self.options.transaction_timeout_ms,
-                **TRANSACTIONAL_SETTINGS,
-                **CLIENT_SETTINGS,  # through logging: `leader --json` stays JSON
-            },
-            self.security,
-        ))
-        try:
-            producer.init_transactions(self.options.commit_timeout_s)
-        except KafkaException as exc:
-            raise TransactionFailed(
-                f"partition {self.partition}: init_transactions: {exc}"
-            ) from exc
-        return producer
+        return open_producer(self.bootstrap, self.topics, self.partition, self.options,
+                             self.security)  # fmt: skip
 
     # -- serving ------------------------------------------------------------
 
@@ -398,50 +353,13 @@ class PartitionOwner:
         """Commit one batch in one transaction (the commit thread, or `open`).
 
         Raises:
-            Fenced: a newer owner took the partition.
-            RecordRefused: the producer or the broker refused a record for good.
-            TransactionFailed: the commit failed otherwise (it may work again).
+            As `producers.leader.transaction.commit`.
         """
         producer = self._producer
         if producer is None:
             raise TransactionFailed(f"partition {self.partition}: no producer (rebuilding)")
-        timeout = self.options.commit_timeout_s
-        try:
-            producer.begin_transaction()
-            for topic, key, value, headers in batch.records:
-                partition = self.partition if topic == self.topics.events else -1
-                producer.produce(topic, value=value, key=key, partition=partition, headers=headers)
-                crash_point("after_produce")
-            if batch.consumed is not None and batch.last_event < 0:
-                position = TopicPartition(self.topics.commands, self.partition, batch.consumed)
-                producer.send_offsets_to_transaction([position], group, timeout)
-            crash_point("before_commit")
-            producer.commit_transaction(timeout)
-            events = sum(1 for record in batch.records if record[0] == self.topics.events)
-            self.restarts.commit(batch.images, events, (reply for _, reply in batch.replies))
-        except KafkaException as exc:
-            error: KafkaError = exc.args[0]
-            if _is_fenced(error):
-                raise Fenced(self.partition) from exc
-            _abort_quietly(producer, timeout)
-            message = f"partition {self.partition}: {error}"
-            raise refusal(error, message) or TransactionFailed(message) from exc
-        except BufferError as exc:  # the producer's queue is full: no record is at fault
-            _abort_quietly(producer, timeout)
-            raise TransactionFailed(f"partition {self.partition}: {exc}") from exc
+        commit(producer, batch, self.topics, self.partition, group,
+               self.options.commit_timeout_s)  # fmt: skip
+        events = sum(1 for record in batch.records if record[0] == self.topics.events)
+        self.restarts.commit(batch.images, events, (reply for _, reply in batch.replies))
         crash_point("after_commit")
-
-
-def _is_fenced(error: KafkaError) -> bool:
-    return error.code() in (
-        KafkaError._FENCED,
-        KafkaError.PRODUCER_FENCED,
-        KafkaError.INVALID_PRODUCER_EPOCH,
-    ) or (error.fatal() and "fenced" in str(error).lower())
-
-
-def _abort_quietly(producer: Producer, timeout: float) -> None:
-    try:
-        producer.abort_transaction(timeout)
-    except KafkaException as exc:
-        log.warning("abort after a failed commit also failed (%s); dropping the producer", exc)
