@@ -7,12 +7,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from events.event import Event
 from events.intents import LeaderElected
@@ -35,6 +37,8 @@ TAKEN = re.compile(r"partition \d+ rebuilt in [\d.]+ s \((\w+)\)")
 """A leader's log line for a partition it has taken."""
 CLIENTS = 8
 PER_CLIENT = 30
+UNSERVED_S = 120.0
+"""Longer than any takeover here (a 6 s session timeout, a rebuild of a few events)."""
 
 
 def _catalogs() -> list[str]:
@@ -79,30 +83,70 @@ def _leaders(
 
 
 def _send(client: MetadataClient, catalog: str, table: str, command_id: str) -> Committed:
-    """Send until acked, retrying with the same command id (the client's contract)."""
+    """Send until acked, retrying with the same command id (the client's contract).
+
+    A catalog unserved for `UNSERVED_S` fails the test with the leaders' group as the
+    broker describes it: the group is to hand every partition to a member in seconds.
+    """
+    deadline = time.monotonic() + UNSERVED_S
     while True:
         try:
             return client.create_table("public", table, COLUMNS, catalog=catalog,
                                        command_id=command_id, timeout=15.0)  # fmt: skip
         except (CommandOutcomeUnknown, LeaderUnavailable):
-            continue
+            if time.monotonic() > deadline:
+                group = _group(client.bootstrap, f"{client.topics.prefix}-leaders")
+                unserved = f"no leader served {catalog} for {UNSERVED_S:.0f} s; {group}"
+                raise AssertionError(unserved) from None
 
 
-def _burst(wire: TopicSet, catalogs: list[str], tag: str, acked: dict[str, Committed],
-           progress: Callable[[], None]) -> list[threading.Thread]:  # fmt: skip
-    def work(n: int) -> None:
-        with MetadataClient(wire.bootstrap, catalog=catalogs[0], actor=f"c{n}",
-                            topics=wire.topics) as client:  # fmt: skip
-            for i in range(PER_CLIENT):
-                catalog = catalogs[(n + i) % len(catalogs)]
-                command_id = f"{tag}-{n}-{i}"
-                acked[command_id] = _send(client, catalog, f"{tag}_{n}_{i}", command_id)
-                progress()
+def _group(bootstrap: str, group: str) -> str:
+    """`group STATE: member [partitions], ...`, as the broker describes the group."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    described = admin.describe_consumer_groups([group])[group].result(10.0)
+    members = ", ".join(
+        f"{m.group_instance_id or m.member_id} "
+        f"{sorted(tp.partition for tp in m.assignment.topic_partitions)}"
+        for m in described.members
+    )
+    return f"group {group} {described.state.name}: {members or 'no members'}"
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(CLIENTS)]
-    for thread in threads:
-        thread.start()
-    return threads
+
+class Burst:
+    """`CLIENTS` threads, each sending `PER_CLIENT` commands in turn over the catalogs.
+
+    A client whose catalog stays unserved stops, noting why in `failures`, and counts
+    its unsent commands as progress, so that nothing waits for them.
+    """
+
+    def __init__(self, wire: TopicSet, catalogs: list[str], tag: str,
+                 acked: dict[str, Committed], progress: Callable[[], None]) -> None:  # fmt: skip
+        self.failures: list[str] = []
+
+        def work(n: int) -> None:
+            with MetadataClient(wire.bootstrap, catalog=catalogs[0], actor=f"c{n}",
+                                topics=wire.topics) as client:  # fmt: skip
+                for i in range(PER_CLIENT):
+                    catalog = catalogs[(n + i) % len(catalogs)]
+                    command_id = f"{tag}-{n}-{i}"
+                    try:
+                        acked[command_id] = _send(client, catalog, f"{tag}_{n}_{i}", command_id)
+                    except AssertionError as exc:
+                        self.failures.append(str(exc))
+                        for _ in range(i, PER_CLIENT):
+                            progress()
+                        return
+                    progress()
+
+        self._threads = [threading.Thread(target=work, args=(n,)) for n in range(CLIENTS)]
+        for thread in self._threads:
+            thread.start()
+
+    def join(self) -> None:
+        """Wait for every client; fail with the first unserved catalog, if any."""
+        for thread in self._threads:
+            thread.join()
+        assert not self.failures, self.failures[0]
 
 
 def _log(wire: TopicSet) -> list[Event]:
@@ -149,15 +193,14 @@ def test_kill_9_of_one_of_three_leaders_mid_burst_loses_and_duplicates_nothing(
         # The group has settled once each leader holds partitions: b's kill then moves some.
         wait_until(lambda: all(TAKEN.search((tmp_path / f"{name}.log").read_text())
                                for name in NAMES), timeout=60.0)
-        threads = _burst(wire, catalogs, "burst", acked, count.release)
+        burst = Burst(wire, catalogs, "burst", acked, count.release)
         for _ in range(CLIENTS * PER_CLIENT // 3):
             count.acquire()
         logs = [tmp_path / f"{name}.log" for name in ("a", "c")]
         before = [log.stat().st_size for log in logs]
         running["b"].send_signal(signal.SIGKILL)  # mid-burst: a third of it acked
         running["b"].wait()
-        for thread in threads:
-            thread.join()
+        burst.join()
     assert len(acked) == len(catalogs) + CLIENTS * PER_CLIENT
     _check(wire, catalogs, acked)
     # After the kill, b's partitions are rebuilt by a and c: from what they kept, if warm.
@@ -183,15 +226,14 @@ def test_a_rolling_restart_of_three_leaders_moves_no_partition_more_than_once(
         for catalog in catalogs:
             acked[f"warm-{catalog}"] = _send(setup, catalog, "warm", f"warm-{catalog}")
         settled = _owners(_log(wire))
-        threads = _burst(wire, catalogs, "roll", acked, lambda: None)
+        burst = Burst(wire, catalogs, "roll", acked, lambda: None)
         for name in NAMES:  # SIGTERM, start again, next
             running[name].send_signal(signal.SIGTERM)
             assert running[name].wait(timeout=60.0) == 0
             running[name] = _start(wire, name, tmp_path)
             for catalog in catalogs:  # every catalog served again before the next restart
                 _send(setup, catalog, f"probe_{name}", f"probe-{name}-{catalog}")
-        for thread in threads:
-            thread.join()
+        burst.join()
     log = _check(wire, catalogs, acked)
     owners = _owners(log)
     spread: dict[str, int] = defaultdict(int)
