@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from events.replies import Committed, Rejected
 from events.topics import COMMAND_ID_HEADER, REASON_HEADER, REPLY_TO_HEADER
 from events.values import Column
 from producers.client.client import MetadataClient
-from producers.errors import CommandOutcomeUnknown, Fenced
+from producers.errors import CommandOutcomeUnknown, Fenced, TransactionFailed
 from producers.leader.leader import Leader
 from producers.leader.owner import (
     LeaderOptions,
@@ -183,6 +184,39 @@ def _dlq(wire: TopicSet) -> list[dict[str, bytes]]:
         found.append(dict(message.headers() or []))
     consumer.close()
     return found
+
+
+def test_a_failure_while_handing_partitions_back_at_close_is_a_warning_and_the_leader_stops_cleanly(
+    wire: TopicSet, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def failing(self: Leader, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        raise RuntimeError("the unassign was refused")
+
+    monkeypatch.setattr(Leader, "_on_revoke", failing)
+    leader = Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders")
+    with caplog.at_level(logging.WARNING, logger="producers.leader.leader"):
+        leader.start()
+        assert leader.wait_until_serving(1, timeout=60.0)
+        leader.stop()
+
+    assert leader._thread is not None and not leader._thread.is_alive()
+    assert leader._failure is None  # not a SystemError out of the consumer's close
+    assert "leaving the group: RuntimeError: the unassign was refused" in caplog.text
+
+
+def test_a_partition_that_cannot_be_taken_over_stops_the_leader_with_the_reason(
+    wire: TopicSet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(self: PartitionOwner, warm: object = None) -> None:
+        raise TransactionFailed(f"partition {self.partition}: init_transactions: timed out")
+
+    monkeypatch.setattr(PartitionOwner, "open", failing)
+    leader = Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders")
+    with leader:
+        assert leader.wait_until_serving(1, timeout=60.0)  # wakes on failure too
+
+    assert isinstance(leader._failure, TransactionFailed)
+    assert str(leader._failure) == "partition 0: init_transactions: timed out"
 
 
 def test_poison_commands_are_answered_or_dead_lettered_and_the_leader_keeps_serving(

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from events.event import Event
@@ -103,7 +104,10 @@ def _send(client: MetadataClient, catalog: str, table: str, command_id: str) -> 
 def _group(bootstrap: str, group: str) -> str:
     """`group STATE: member [partitions], ...`, as the broker describes the group."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    described = admin.describe_consumer_groups([group])[group].result(10.0)
+    try:
+        described = admin.describe_consumer_groups([group])[group].result(10.0)
+    except (KafkaException, TimeoutError) as exc:
+        return f"group {group} could not be described ({type(exc).__name__}: {exc})"
     members = ", ".join(
         f"{m.group_instance_id or m.member_id} "
         f"{sorted(tp.partition for tp in m.assignment.topic_partitions)}"
