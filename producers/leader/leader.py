@@ -261,7 +261,7 @@ class Leader:
             self._rebalance_failure = None
             consumer.close()
             failure = self._rebalance_failure
-            if failure is not None:  # what is left is handed back all the same
+            if failure is not None:  # the consumer is closed all the same
                 log.warning("leader %s: leaving the group: %s: %s", self.leader_id,
                             type(failure).__name__, failure)  # fmt: skip
             if self._standby is not None:
