@@ -32,15 +32,16 @@ CATALOGS = ("greptime", "shop")
 
 
 def _serve(wire: TopicSet, options: LeaderOptions, tables: range) -> None:
-    """One leader creates tables in both catalogs (command ids `{catalog}-{n}`)."""
+    """One leader creates tables in both catalogs in turn (command ids `{catalog}-{n}`)."""
     with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders",
-                options=options) as leader:  # fmt: skip
+                options=options) as leader, MetadataClient(
+                    wire.bootstrap, catalog=CATALOGS[0], actor="alice", topics=wire.topics
+                ) as client:  # fmt: skip
         assert leader.wait_until_serving(1, timeout=60.0), "the leader never owned its partition"
-        for catalog in CATALOGS:
-            with MetadataClient(wire.bootstrap, catalog=catalog, actor="alice",
-                                topics=wire.topics) as client:  # fmt: skip
-                for n in tables:
-                    client.create_table("public", f"t{n}", COLUMNS, command_id=f"{catalog}-{n}")
+        for n in tables:
+            for catalog in CATALOGS:
+                client.create_table("public", f"t{n}", COLUMNS, catalog=catalog,
+                                    command_id=f"{catalog}-{n}")  # fmt: skip
 
 
 def _replayed(wire: TopicSet) -> dict[str, Image]:
@@ -55,9 +56,15 @@ def _take_over(wire: TopicSet, options: LeaderOptions) -> PartitionOwner:
 
 
 def _snapshotted(wire: TopicSet, tmp_path: Path) -> LeaderOptions:
-    """A log with snapshots of both catalogs part-way, and events after them."""
+    """A log with snapshots of both catalogs part-way, and events after them.
+
+    Two leaders in turn, so that each catalog has two snapshots however slow the writes
+    (a restart point that comes while a snapshot is written is skipped): each leader's
+    first restart point is written, and stopping waits for it.
+    """
     options = LeaderOptions(snapshot_dir=tmp_path, snapshot_every=8, dedupe_lookback=0)
-    _serve(wire, options, range(24))
+    _serve(wire, options, range(12))
+    _serve(wire, options, range(12, 24))
     _serve(wire, LeaderOptions(), range(24, 27))  # the tail: no snapshot covers it
     return options
 
