@@ -10,7 +10,6 @@ import socket
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from types import TracebackType
 from typing import Self
 
@@ -27,6 +26,7 @@ from producers.errors import (
     TransactionFailed,
     rejection_from_reply,
 )
+from producers.kafka.callbacks import KeptFailure
 from producers.kafka.routing import Layout, read_layout, read_record_limit
 from producers.leader.owner import (
     Input,
@@ -43,9 +43,6 @@ log = logging.getLogger(__name__)
 
 Outcome = Waiter[Reply | BaseException]
 """An in-process command's outcome: its reply, or why it has none."""
-
-Rebalance = Callable[[Consumer, list[TopicPartition]], None]
-"""What the consumer calls when the group assigns, revokes or loses partitions."""
 
 _POLL_WAIT_S = 0.05
 """How long the loop waits for commands from the topic while none are submitted in-process."""
@@ -112,7 +109,7 @@ class Leader:
         self._failure: BaseException | None = None
         self._serving = threading.Condition()
         self._group_metadata: object = None
-        self._rebalance_failure: BaseException | None = None
+        self._rebalance = KeptFailure()
         self._standby: Standby | None = None
 
     # -- lifecycle ----------------------------------------------------------
@@ -245,43 +242,28 @@ class Leader:
                                               self._limit, self.security)  # fmt: skip
         consumer = Consumer(secured(settings, self.security))
         consumer.subscribe(
-            [self.topics.commands], on_assign=self._guarded(self._on_assign),
-            on_revoke=self._guarded(self._on_revoke), on_lost=self._guarded(self._on_lost),
+            [self.topics.commands], on_assign=self._rebalance.guard(self._on_assign),
+            on_revoke=self._rebalance.guard(self._on_revoke),
+            on_lost=self._rebalance.guard(self._on_lost),
         )  # fmt: skip
         try:
             while not self._stop.is_set():
                 messages = next_batch(consumer, self.options.batch_size, self._poll_wait())
-                if self._rebalance_failure is not None:
-                    raise self._rebalance_failure
+                failure = self._rebalance.take()
+                if failure is not None:
+                    raise failure
                 self._serve(consumer, messages)
         finally:
             for owner in self._owners.values():
                 owner.close()
             self._owners.clear()
-            self._rebalance_failure = None
             consumer.close()
-            failure = self._rebalance_failure
+            failure = self._rebalance.take()
             if failure is not None:  # the consumer is closed all the same
                 log.warning("leader %s: leaving the group: %s: %s", self.leader_id,
                             type(failure).__name__, failure)  # fmt: skip
             if self._standby is not None:
                 self._standby.stop()
-
-    def _guarded(self, handle: Rebalance) -> Rebalance:
-        """`handle` made safe to run inside the consumer: a failure is kept for the loop.
-
-        An exception that escaped into the Kafka client would surface from its `poll`
-        or `close` as an unrelated `SystemError`, its cause lost.
-        """
-
-        def guarded(consumer: Consumer, partitions: list[TopicPartition]) -> None:
-            try:
-                handle(consumer, partitions)
-            except BaseException as exc:
-                if self._rebalance_failure is None:
-                    self._rebalance_failure = exc
-
-        return guarded
 
     def _poll_wait(self) -> float:
         """How long to wait for commands from the topic before serving in-process ones."""
