@@ -14,7 +14,11 @@ node of its own:
 - `PARTITION BY HASH|KEY (…) PARTITIONS n`, `PARTITION BY RANGE|LIST
   [COLUMNS] (…) (…)` with a bare `MAXVALUE` → `Partitioning`;
 - `SHOW ATTRIBUTES FOR [DATABASE d] [TABLE t] [PARTITION p]` → `ShowAttributes`,
-  and `SHOW CREATE TABLE [db.]t` → `ShowCreateTable`.
+  and `SHOW CREATE TABLE [db.]t` → `ShowCreateTable`;
+- TiDB's TTL table option, `TTL [=] column + INTERVAL n unit` (CREATE and ALTER
+  TABLE), → a generic `KEY = value` property like MySQL's other table options
+  (sqlglot reads `TTL` as ClickHouse's MergeTree clause), and `ALTER TABLE t
+  REMOVE TTL` → `RemoveTtl`.
 
 sqlglot finds the dialect by name through the `sqlglot.dialects` entry point
 (pyproject.toml): `sqlglot.parse(text, read="tidb")`.
@@ -86,6 +90,12 @@ class ShowAttributes(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"db": False, "this": False, "partition": False}
 
 
+class RemoveTtl(exp.Expression):
+    """`ALTER TABLE this REMOVE TTL`."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True}
+
+
 class ShowCreateTable(exp.Expression):
     """`SHOW CREATE TABLE this`."""
 
@@ -105,6 +115,7 @@ class TiDBParser(MySQLParser):
     PROPERTY_PARSERS: ClassVar[dict[str, Any]] = {
         **MySQLParser.PROPERTY_PARSERS,
         "PARTITION BY": lambda self: self._parse_partitioning(),
+        "TTL": lambda self: self._parse_ttl_option(),
     }
 
     def _parse_statement(self) -> exp.Expr | None:
@@ -168,6 +179,8 @@ class TiDBParser(MySQLParser):
                 else:
                     names = self._parse_csv(self._parse_id_var)
                 return self.expression(PartitionChange(this=table, kind=verb, expressions=names))
+        if self._match_text_seq("REMOVE", "TTL"):
+            return self.expression(RemoveTtl(this=table))
         if self._match_text_seq("EXCHANGE", "PARTITION"):
             partition = self._parse_id_var()
             if not self._match_text_seq("WITH", "TABLE"):
@@ -189,6 +202,14 @@ class TiDBParser(MySQLParser):
                 "Expected a quoted 'key=value[, key1=value1…]' or DEFAULT after ATTRIBUTES"
             )
         return self.expression(Attributes(this=table, partition=partition, expression=value))
+
+    def _parse_ttl_option(self) -> exp.Expr:
+        """TiDB's `TTL [=] expr` table option; `producers.sql.writes` checks the expression."""
+        self._match(TokenType.EQ)
+        value = self._parse_bitwise()
+        if value is None:
+            self.raise_error("Expected TTL = column + INTERVAL n unit")
+        return self.expression(exp.Property(this=exp.var("TTL"), value=value))
 
     def _parse_partitioning(self) -> exp.Expr | None:
         kind = next(

@@ -17,15 +17,20 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 
 from events import commands as c
 from producers.decide.rules import validate
 from producers.decide.sizes import clip
 from producers.errors import CommandRejected
-from producers.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatement
+from producers.sql.errors import (
+    SqlError,
+    UnsupportedStatement,
+    syntax_error,
+    unreadable,
+)
 from producers.sql.hints import expectations
 from producers.sql.reads import (  # the read actions are named here too: one import home
     SHOW_FORMS,
@@ -120,24 +125,16 @@ def parse(text: str) -> list[exp.Expr]:
     # sqlglot logs a warning before it keeps a statement as an unparsed Command;
     # that is refused below with a message of ours.
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    dialect = Dialect.get_or_raise(DIALECT)
+    tokenizer = dialect.tokenizer()
     try:
-        trees = _statements(sqlglot.parse(text, read=DIALECT))
+        tokens = tokenizer.tokenize(text)
+    except TokenError:
+        raise unreadable(text, tokenizer.tokens, _HINTS) from None
+    try:
+        trees = _statements(dialect.parser().parse(tokens, text))
     except ParseError as exc:
-        error = exc.errors[0] if exc.errors else {}
-        line, column = int(error.get("line") or 1), int(error.get("col") or 1)
-        near = (error.get("highlight") or "").strip()
-        first = text.split(None, 1)[0].upper() if text.strip() else ""
-        hint = _HINTS.get(first)
-        raise SqlSyntaxError(
-            f"syntax error at line {line}, column {column}"
-            + (f" near `{near}`" if near else "")
-            + f": {error.get('description', exc)}"
-            + (f"; the form is {hint}" if hint else "; docs/sql.md lists the statements"),
-            line,
-            column,
-        ) from None
-    except TokenError as exc:
-        raise SqlSyntaxError(f"syntax error: {exc}", 1, 1) from None
+        raise syntax_error(text, tokens, exc, _HINTS) from None
     for tree in trees:
         if isinstance(tree, exp.Command):
             raise UnsupportedStatement(
@@ -201,8 +198,7 @@ def _statement(script: _Script, tree: exp.Expr, line: int) -> Statement:
     handler = WRITES.get(type(tree))
     if handler is None:
         raise UnsupportedStatement(
-            f"`{sql}` is a {type(tree).__name__} statement, which metalog does not "
-            "serve: docs/sql.md lists the statements"
+            f"`{sql}` is not a statement metalog serves: docs/sql.md lists the statements"
         )
     specs, tolerate = handler(script.schema, tree)
     hinted = expectations(tree)

@@ -16,6 +16,7 @@ from events import commands as c
 from events.values import Column
 from producers.decide.rules.labels import parse_attributes
 from producers.decide.sizes import clip
+from producers.errors import InvalidCommand
 from producers.sql import dialect as d
 from producers.sql.errors import UnsupportedStatement
 
@@ -61,6 +62,8 @@ def _create(schema: str, tree: exp.Create) -> tuple[list[Spec], str | None]:
         else:
             key, value = _option(prop)
             options[key] = value
+            if key == TTL:
+                _check_ttl_column(tree.this.this.name, prop.args["value"].this.name, columns)
     fields = {
         **_names(schema, tree.this.this), "columns": tuple(columns),
         "primary_key": tuple(primary), "options": options, "partitions": tuple(partitions),
@@ -96,14 +99,52 @@ def _partition_names(partitioning: d.Partitioning) -> list[str]:
 
 
 def _option(prop: exp.Expr) -> tuple[str, str]:
+    """A table option as the `KEY`, `value` text the command keeps."""
     if type(prop) is exp.Property:  # a generic `KEY = value`; its subclasses have their names
-        key, value = prop.name, prop.args.get("value")
+        key, value = prop.name.upper(), prop.args.get("value")
     else:
-        key = _PROPERTY_NAMES.get(type(prop), type(prop).__name__.removesuffix("Property").upper())
-        value = prop.this
+        name = _PROPERTY_NAMES.get(type(prop))
+        if name is None:  # a clause sqlglot reads but that is no `OPT=v` table option
+            raise UnsupportedStatement(
+                f"`{clip(prop.sql(dialect=DIALECT), SHOWN)}` is not a table option metalog "
+                "keeps: a table option is `OPT=v` (docs/sql.md)"
+            )
+        key, value = name.upper(), prop.this
+    if key == TTL:
+        return key, _ttl(value)
     if isinstance(value, exp.Literal):
-        return key.upper(), value.name
-    return key.upper(), value.sql(dialect=DIALECT) if isinstance(value, exp.Expr) else str(value)
+        return key, value.name
+    return key, value.sql(dialect=DIALECT) if isinstance(value, exp.Expr) else str(value)
+
+
+TTL = "TTL"
+"""TiDB's row time-to-live option: `TTL = column + INTERVAL n unit`."""
+TTL_OPTIONS = (TTL, "TTL_ENABLE", "TTL_JOB_INTERVAL")
+"""The options `ALTER TABLE t REMOVE TTL` removes (TiDB clears the table's whole TTL info)."""
+
+
+def _ttl(value: object) -> str:
+    """The TTL option's text, `column + INTERVAL n unit`, as TiDB's SHOW CREATE TABLE has it.
+
+    Raises:
+        UnsupportedStatement: The value is not of that form.
+    """
+    if (
+        isinstance(value, exp.Add)
+        and isinstance(value.this, exp.Column)
+        and isinstance(value.expression, exp.Interval)
+        and value.expression.args.get("unit") is not None
+    ):
+        interval = value.expression
+        amount = interval.this
+        count = amount.name if isinstance(amount, exp.Literal) else amount.sql(dialect=DIALECT)
+        unit = interval.args["unit"].sql(dialect=DIALECT).upper()
+        return f"{value.this.sql(dialect=DIALECT)} + INTERVAL {count} {unit}"
+    shown = value.sql(dialect=DIALECT) if isinstance(value, exp.Expr) else str(value)
+    raise UnsupportedStatement(
+        f"TTL = {clip(shown, SHOWN)}: TiDB's TTL is `TTL = column + INTERVAL n unit` "
+        "(e.g. TTL = created_at + INTERVAL 3 MONTH)"
+    )
 
 
 _PROPERTY_NAMES: dict[type[exp.Expr], str] = {
@@ -178,6 +219,20 @@ def _attributes(schema: str, tree: d.Attributes) -> tuple[list[Spec], str | None
     return [(c.SetAttributes, {**fields, "attributes": value.name})], None
 
 
+def _check_ttl_column(table: str, column: str, columns: list[Column]) -> None:
+    """CREATE TABLE's TTL must name one of the table's columns, as TiDB checks."""
+    if column not in {c.name for c in columns}:
+        raise InvalidCommand(
+            f"TTL of table `{table}` names column `{column}`, which it does not have: "
+            f"name one of {', '.join(f'`{c.name}`' for c in columns)} (a DATE, DATETIME or "
+            "TIMESTAMP column)"
+        )
+
+
+def _remove_ttl(schema: str, tree: d.RemoveTtl) -> tuple[list[Spec], str | None]:
+    return [(c.AlterTable, {**_names(schema, tree.this), "unset_options": TTL_OPTIONS})], None
+
+
 def _partitions(schema: str, tree: d.PartitionChange) -> tuple[list[Spec], str | None]:
     kind = {"ADD": c.AddPartition, "DROP": c.DropPartition, "TRUNCATE": c.TruncatePartition}
     names = _names(schema, tree.this)
@@ -215,18 +270,19 @@ WRITES: dict[type[Any], Handler] = {
     d.PartitionChange: _partitions,
     d.ExchangePartition: _exchange,
     d.RecoverTable: _recover,
+    d.RemoveTtl: _remove_ttl,
 }
 
 # -- how messages name statements ----------------------------------------------
 
 
 def summary(tree: exp.Expr) -> str:
-    """How messages and `--json` name a statement: a query's text, else its kind and table."""
-    if isinstance(tree, exp.Query | exp.Show | exp.Use):
+    """How messages and `--json` name a statement: its kind and table, else its text."""
+    kind = _KINDS.get(type(tree))
+    if kind is None or isinstance(tree, exp.Query | exp.Show | exp.Use):
         return clip(tree.sql(dialect=DIALECT), SHOWN)
     table = tree.find(exp.Table)
-    name = f" {table.sql(dialect=DIALECT)}" if table is not None else ""
-    return f"{_KINDS.get(type(tree), type(tree).__name__)}{name}"
+    return kind + (f" {table.sql(dialect=DIALECT)}" if table is not None else "")
 
 
 _KINDS: dict[type[Any], str] = {
@@ -234,7 +290,7 @@ _KINDS: dict[type[Any], str] = {
     exp.Alter: "ALTER TABLE", d.RenameTables: "RENAME TABLE", d.Attributes: "ATTRIBUTES",
     d.PartitionChange: "ALTER TABLE … PARTITION", d.ExchangePartition: "EXCHANGE PARTITION",
     d.RecoverTable: "RECOVER TABLE", d.ShowAttributes: "SHOW ATTRIBUTES",
-    d.ShowCreateTable: "SHOW CREATE TABLE",
+    d.ShowCreateTable: "SHOW CREATE TABLE", d.RemoveTtl: "ALTER TABLE … REMOVE TTL",
 }  # fmt: skip
 
 

@@ -33,6 +33,10 @@ from projector.fold.image import Image
 from projector.query.relations import RELATIONS
 from projector.query.source import ImageSource, Source
 
+EXPRESSION_OPTIONS = frozenset({"TTL"})
+"""Table options whose value is an SQL expression, printed as is (TiDB's `TTL = c + INTERVAL
+n unit`); the others' values are printed as literals."""
+
 
 class QueryError(MetalogError):
     """A query was refused: it does not run over the relations, or names what is not there."""
@@ -188,7 +192,7 @@ def create_table(
         lines.append(f"  PRIMARY KEY ({', '.join(_quote(k) for k in info.primary_key)})")
     text = f"CREATE TABLE {_quote(info.table_name)} (\n" + ",\n".join(lines) + "\n)"
     for key, value in sorted(info.options.items()):
-        text += f" {key}={_literal(value)}"
+        text += f" {key}={value if key in EXPRESSION_OPTIONS else _literal(value)}"
     text += _attributes(table_rule)
     if info.partitions:
         parts = [f"PARTITION {_quote(p.name)}{_attributes(partition_rules.get(p.name))}"

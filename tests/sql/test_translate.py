@@ -140,7 +140,7 @@ def test_a_parse_error_has_line_column_and_the_form() -> None:
     ("ALTER TABLE t ATTRIBUTES='db=x'", InvalidAttributes, "reserved"),
     ("CREATE TABLE `a/b` (x INT)", InvalidName, "contains `/`"),
     ("ALTER TABLE t MODIFY COLUMN c BIGINT", UnsupportedStatement, "DROP COLUMN it"),
-    ("DELETE FROM t", UnsupportedStatement, "does not serve"),
+    ("DELETE FROM t", UnsupportedStatement, "`DELETE FROM t` is not a statement metalog serves"),
     ("LOCK TABLES t READ", UnsupportedStatement, "not a statement metalog serves"),
     ("RENAME TABLE a.t TO b.t", UnsupportedStatement, "within its database"),
 ])  # fmt: skip
