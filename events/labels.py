@@ -12,7 +12,7 @@ key there is `t` + `80 00 00 00 00 00 00 XX` + `_r` (sign-flipped int64, so
 57, 58, 59 and `p0`'s rule lists 58 alone.
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from events.values import KeyRange, Label, LabelRuleValue, TableInfoValue
@@ -156,6 +156,53 @@ def label_rule(
         The rule value stored under `__label_rule/{rule_id}`.
     """
     return LabelRuleValue(rule_id=rule_id, rule_type=KEY_RANGE, labels=labels, ranges=ranges)
+
+
+def owned_rule(rule: LabelRuleValue | None, physical_id: int) -> LabelRuleValue | None:
+    """The rule if it belongs to `physical_id`, else None.
+
+    Rule ids hold names but ranges hold ids, and a dropped table keeps its
+    rule, with its own id's ranges, until it is purged or recovered (the
+    seed's lifecycle). So the rule found under a table's name is that table's
+    only when its ranges cover the table's (or the partition's) record range:
+    a new table under a dropped table's name, or a table renamed onto it,
+    starts with no attributes, and the dropped table's stay for its RECOVER.
+
+    Args:
+        rule: The rule found under the table's or partition's rule id, if any.
+        physical_id: The id of the live table or partition looked up.
+
+    Returns:
+        `rule`, or None when there is none or it covers other ids.
+    """
+    if rule is None or record_key_range(physical_id) not in rule.ranges:
+        return None
+    return rule
+
+
+def rules_of(
+    table: TableInfoValue, lookup: Callable[[str], LabelRuleValue | None]
+) -> tuple[LabelRuleValue | None, dict[str, LabelRuleValue | None]]:
+    """A table's own rule and each partition's, as `owned_rule` keeps them.
+
+    Every read that shows a table's attributes (SHOW ATTRIBUTES, SHOW CREATE
+    TABLE, `View.attributes`) takes them from here, so each agrees with
+    REGION_LABEL, whose ranges say which ids a rule covers.
+
+    Args:
+        table: The live table.
+        lookup: The rule of a rule id, if any (a view's or another source's).
+
+    Returns:
+        The table's rule, and each partition's by partition name (None: none of its own).
+    """
+    schema, name = table.schema_name, table.table_name
+    own = owned_rule(lookup(rule_id(schema, name)), table.table_id)
+    partitions = {
+        p.name: owned_rule(lookup(rule_id(schema, name, p.name)), p.partition_id)
+        for p in table.partitions
+    }
+    return own, partitions
 
 
 def effective_labels(

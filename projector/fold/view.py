@@ -27,7 +27,7 @@ from events.keys import (
     table_name_key,
     table_route_key,
 )
-from events.labels import effective_labels, rule_id
+from events.labels import effective_labels, rules_of
 from events.values import (
     DatanodeTableValue,
     KeyValue,
@@ -248,9 +248,16 @@ class View(Reads):
     def attributes(
         self, schema_name: str, table_name: str, partition_name: str | None = None
     ) -> tuple[Label, ...]:
-        """The effective labels of a table or a partition (a partition's own keys win)."""
-        table_rule = self.rules.get(rule_id(schema_name, table_name))
+        """The effective labels of a live table or partition (a partition's own keys win).
+
+        Only rules whose ranges cover the table's (or partition's) id count
+        (`events.labels.owned_rule`): a dropped table's rule under the same
+        name is not this table's. No live table of that name: no labels.
+        """
+        table = self.table_by_name(schema_name, table_name)
+        if table is None:
+            return ()
+        table_rule, partition_rules = rules_of(table, self.rules.get)
         if partition_name is None:
             return effective_labels(table_rule, None)
-        own = self.rules.get(rule_id(schema_name, table_name, partition_name))
-        return effective_labels(table_rule, own)
+        return effective_labels(table_rule, partition_rules.get(partition_name))

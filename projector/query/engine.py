@@ -26,6 +26,7 @@ from events.labels import (
     partition_rule_ranges,
     region_label_rows,
     rule_id,
+    rules_of,
     table_rule_ranges,
 )
 from events.values import LabelRuleValue, TableInfoValue
@@ -129,21 +130,22 @@ class Engine:
     def show_create_table(self, schema: str, table: str) -> Result:
         """`SHOW CREATE TABLE`: MySQL's two columns, the text with the table's attributes."""
         info = self.table(schema, table)
-        return Result(("Table", "Create Table"), ((info.table_name, create_table(
-            info, self.source.rule(rule_id(schema, table)),
-            {p.name: self.source.rule(rule_id(schema, table, p.name))
-             for p in info.partitions},
-        )),))  # fmt: skip
+        table_rule, partition_rules = rules_of(info, self.source.rule)
+        text = create_table(info, table_rule, partition_rules)
+        return Result(("Table", "Create Table"), ((info.table_name, text),))
 
     def show_attributes(self, schema: str, table: str, partition: str | None) -> Result:
         """The effective attributes of a table and each partition (or one partition).
 
         The columns are `INFORMATION_SCHEMA.ATTRIBUTES`'s; a partition's row holds its
         own labels and those it inherits from the table (its own keys win), with
-        its own range: what PD applies to that key range.
+        its own range: what PD applies to that key range. A rule counts only where
+        its ranges cover the table's or partition's id (`events.labels.rules_of`),
+        as REGION_LABEL shows it: a dropped table's rule under the same name is not
+        this table's.
         """
         info = self.table(schema, table)
-        table_rule = self.source.rule(rule_id(schema, table))
+        table_rule, partition_rules = rules_of(info, self.source.rule)
         rows = []
         if partition is None:
             labels = effective_labels(table_rule, None)
@@ -158,9 +160,7 @@ class Engine:
         for part in info.partitions:
             if partition is not None and part.name != partition:
                 continue
-            labels = effective_labels(
-                table_rule, self.source.rule(rule_id(schema, table, part.name))
-            )
+            labels = effective_labels(table_rule, partition_rules[part.name])
             if labels:
                 rows.append((rule_id(schema, table, part.name), labels,
                              partition_rule_ranges(part.partition_id)))  # fmt: skip

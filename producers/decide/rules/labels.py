@@ -27,8 +27,9 @@ module holds what only `decide` does with rules (seeds/tidb-region-label-sql.md)
   does), a truncate moves their ranges to the new ids, a dropped partition
   loses its rule, an exchange swaps the two rules, and a purge deletes them.
   A rule is the table's only if its ranges cover the table's (or the
-  partition's) id: a dropped table's rules stay until purge, and a new table
-  of the same name must not take them over or lose its own.
+  partition's) id (`events.labels.owned_rule`, which the reads use too): a
+  dropped table's rules stay until purge, and a new table of the same name
+  must not take them over or lose its own.
 """
 
 from events.changes import Mutation
@@ -38,8 +39,8 @@ from events.keys import label_rule_key, table_info_key
 from events.labels import (
     HIDDEN_LABEL_KEYS,
     label_rule,
+    owned_rule,
     partition_rule_ranges,
-    record_key_range,
     rule_id,
     table_rule_ranges,
 )
@@ -226,16 +227,9 @@ def reset_attributes(image: Image, command: ResetAttributes) -> Change:
 # -- rules through DDL -----------------------------------------------------------
 
 
-def owned(rule: LabelRuleValue | None, physical_id: int) -> LabelRuleValue | None:
-    """The rule if its ranges cover `physical_id`, else None."""
-    if rule is None or record_key_range(physical_id) not in rule.ranges:
-        return None
-    return rule
-
-
 def table_rule(view: View, info: TableInfoValue) -> LabelRuleValue | None:
     """The table's own rule, if it has one."""
-    return owned(view.label_rule(rule_id(info.schema_name, info.table_name)), info.table_id)
+    return owned_rule(view.label_rule(rule_id(info.schema_name, info.table_name)), info.table_id)
 
 
 def partition_rule(view: View, info: TableInfoValue, name: str) -> LabelRuleValue | None:
@@ -243,7 +237,7 @@ def partition_rule(view: View, info: TableInfoValue, name: str) -> LabelRuleValu
     for partition in info.partitions:
         if partition.name == name:
             rule = view.label_rule(rule_id(info.schema_name, info.table_name, name))
-            return owned(rule, partition.partition_id)
+            return owned_rule(rule, partition.partition_id)
     return None
 
 
