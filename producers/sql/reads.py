@@ -103,6 +103,11 @@ def _as_of(tree: exp.Expr) -> str | None:
         if version is None:
             continue
         value = version.expression
+        if value is None:
+            raise UnsupportedStatement(
+                f"AS OF {version.name} names no point: write AS OF RESOURCE_VERSION n or "
+                "AS OF TIMESTAMP '2026-01-01 12:00:00'"
+            )
         points.add(value.name if isinstance(value, exp.Literal) else value.sql())
         table.set("version", None)
     if len(points) > 1:

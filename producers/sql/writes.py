@@ -54,6 +54,10 @@ def _create(schema: str, tree: exp.Create) -> tuple[list[Spec], str | None]:
                 primary.append(column.name)
         elif isinstance(item, exp.PrimaryKey):
             primary.extend(_name_of(e) for e in item.expressions)
+        elif isinstance(item, exp.Identifier):  # `(a, b INT)`: a column without its type
+            raise UnsupportedStatement(
+                f"column `{item.name}` has no type: write `{item.name} T` (e.g. `{item.name} INT`)"
+            )
     options: dict[str, str] = {}
     partitions: list[str] = []
     for prop in (tree.args.get("properties") or exp.Properties(expressions=[])).expressions:
@@ -72,16 +76,21 @@ def _create(schema: str, tree: exp.Create) -> tuple[list[Spec], str | None]:
 
 
 def _column(item: exp.ColumnDef) -> tuple[Column, bool]:
-    constraints = [k.kind for k in item.constraints]
+    # A constraint is a ColumnConstraint around its kind, or (some of sqlglot's) the kind alone.
+    constraints = [k.kind if isinstance(k, exp.ColumnConstraint) else k for k in item.constraints]
     is_key = any(isinstance(k, exp.PrimaryKeyColumnConstraint) for k in constraints)
     not_null = any(isinstance(k, exp.NotNullColumnConstraint) and not k.args.get("allow_null")
                    for k in constraints)  # fmt: skip
     default = next((k.this for k in constraints if isinstance(k, exp.DefaultColumnConstraint)),
                    None)  # fmt: skip
     kind = item.args.get("kind")
+    if kind is None:
+        raise UnsupportedStatement(
+            f"column `{item.name}` has no type: write `{item.name} T` (e.g. `{item.name} INT`)"
+        )
     return Column(
         name=item.name,
-        data_type=kind.sql(dialect=DIALECT) if kind is not None else "",
+        data_type=kind.sql(dialect=DIALECT),
         nullable=not (not_null or is_key),
         default_value=None if default is None else default.sql(dialect=DIALECT),
     ), is_key
@@ -281,6 +290,8 @@ def summary(tree: exp.Expr) -> str:
     kind = _KINDS.get(type(tree))
     if kind is None or isinstance(tree, exp.Query | exp.Show | exp.Use):
         return clip(tree.sql(dialect=DIALECT), SHOWN)
+    if isinstance(tree, exp.Create | exp.Drop):  # CREATE VIEW is not CREATE TABLE
+        kind = f"{kind.split()[0]} {(tree.args.get('kind') or 'TABLE').upper()}"
     table = tree.find(exp.Table)
     return kind + (f" {table.sql(dialect=DIALECT)}" if table is not None else "")
 

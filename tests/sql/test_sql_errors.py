@@ -81,6 +81,22 @@ def test_no_message_names_the_parsers_classes_or_tokens(sql: str) -> None:
         assert f"line {error.line}, column {error.column}" in str(error)
 
 
+@pytest.mark.parametrize("statement", [
+    "CREATE TABLE IF NOT EXISTS d.t (id INT NOT NULL DEFAULT 1, ts DATETIME, PRIMARY KEY (id)) "
+    "ENGINE=InnoDB TTL = ts + INTERVAL 1 DAY PARTITION BY RANGE (id) "
+    "(PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+    "ALTER /*+ EXPECTED_VERSION(3) */ TABLE t PARTITION p0 ATTRIBUTES='merge_option=allow, a=b'",
+    "SELECT a, count(*) FROM table_info AS OF RESOURCE_VERSION 3 WHERE x IN (1, 2) GROUP BY a",
+    "WITH x AS (SELECT 1) SELECT * FROM x UNION ALL SELECT `b` FROM \"y\"",
+])  # fmt: skip
+def test_every_cut_of_a_statement_is_served_or_refused_in_sql_words(statement: str) -> None:
+    for end in range(1, len(statement) + 1):
+        try:
+            translate(statement[:end], S)
+        except (SqlError, InvalidCommand) as error:  # anything else fails the test
+            assert PARSER_WORDS.search(str(error)) is None, (statement[:end], str(error))
+
+
 def test_a_parse_error_points_where_the_token_starts_and_gives_its_statements_form() -> None:
     error = refused("SELECT 1;\nALTER TABLE t PARTITION p ATTRIBUTES abcdef")
     assert isinstance(error, SqlSyntaxError)
@@ -89,6 +105,19 @@ def test_a_parse_error_points_where_the_token_starts_and_gives_its_statements_fo
     assert "near `abcdef`" in str(error)
     # The form is the failing statement's (ALTER), not the script's first (SELECT).
     assert "the form is ALTER TABLE t {" in str(error)
+
+
+@pytest.mark.parametrize(("sql", "says"), [
+    ("CREATE VIEW v AS SELECT 1", "`CREATE VIEW v`: metalog creates tables only"),
+    ("DROP DATABASE d", "`DROP DATABASE d`: metalog drops tables only"),
+    ("CREATE TABLE t (a, b INT)", "column `a` has no type: write `a T`"),
+    ("ALTER TABLE t ADD COLUMN c IN", "column `c` has no type: write `c T`"),
+    ("SELECT * FROM table_info AS OF RESOURCE_VERSION", "AS OF RESOURCE_VERSION names no point"),
+])  # fmt: skip
+def test_a_refused_statement_is_named_as_written_and_told_what_is_missing(
+    sql: str, says: str
+) -> None:
+    assert says in str(refused(sql))
 
 
 def test_the_end_of_the_text_is_told_as_an_incomplete_statement() -> None:
