@@ -88,6 +88,8 @@ class Batch:
     """Index in `records` of the last event, -1 when the batch has none."""
     images: dict[str, Image] = field(default_factory=dict)
     """The image of each catalog the batch decided for, once it is committed."""
+    checkpoints: int = 0
+    """Signed checkpoints among its events (counted once committed: `LeaderMetrics`)."""
 
     def extend(self, later: Batch) -> None:
         """Append a batch decided after this one."""
@@ -96,6 +98,7 @@ class Batch:
         self.records += later.records
         self.replies += later.replies
         self.images.update(later.images)
+        self.checkpoints += later.checkpoints
         if later.consumed is not None:
             self.consumed = later.consumed
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 from confluent_kafka import KafkaException, Producer
 
+from events.intents import CheckpointSigned
 from events.replies import Reply
 from events.topics import Topics
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT
@@ -18,6 +19,7 @@ from producers.leader.committer import Batch, GroupCommitter, Input
 from producers.leader.ids import random_uuid
 from producers.leader.isolation import serve_alone
 from producers.leader.local import LocalCatalog, Stamp
+from producers.leader.metrics import LeaderMetrics
 from producers.leader.options import LeaderOptions
 from producers.leader.rebuild import Rebuilt, make_catalog, take_over, warm_up
 from producers.leader.restart import RestartPoint, RestartPoints
@@ -74,9 +76,11 @@ class PartitionOwner:
         group_offset: Callable[[], int | None] = lambda: None,
         limit: int = DEFAULT_RECORD_LIMIT,
         security: KafkaSecurity = PLAINTEXT,
+        metrics: LeaderMetrics | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.security = security
+        self.metrics = metrics if metrics is not None else LeaderMetrics()
         self.topics = topics
         self.partition = partition
         self.leader_id = leader_id
@@ -193,6 +197,7 @@ class PartitionOwner:
             self._producer = None  # a producer whose commit failed is not used again
             raise
         self._dead_lettered = dead_through
+        self.metrics.recovered()
 
     def _commit_rebuilt(self, batch: Batch) -> None:
         """Commit what opening or a rebuild writes; DLQ copies the broker refuses are left out."""
@@ -284,6 +289,7 @@ class PartitionOwner:
             self.answers.poison(batch, item)
             return
         catalog = self.catalogs.get(command.catalog)
+        began = time.perf_counter()
         try:
             if catalog is None:
                 catalog = self._catalog(command.catalog)
@@ -294,6 +300,7 @@ class PartitionOwner:
             reply = self.answers.rejected(command, rejection)
         except Exception as exc:  # a failure serving one command refuses it, not the leader
             reply = self.answers.unexpected(command, exc)
+        self.metrics.decide_seconds.observe(time.perf_counter() - began)
         if catalog is not None:
             self._drain(batch, catalog)
         self.answers.reply(batch, item, command.reply_to, reply)
@@ -325,6 +332,8 @@ class PartitionOwner:
     def _drain(self, batch: Batch, catalog: LocalCatalog) -> None:
         batch.images[catalog.image.catalog] = catalog.image
         for sealed in catalog.take_new_records():
+            if isinstance(sealed.event.intent, CheckpointSigned):
+                batch.checkpoints += 1
             batch.last_event = len(batch.records)
             batch.records.append((self.topics.events, sealed.event.catalog.encode(),
                                   sealed.record, []))  # fmt: skip
@@ -358,8 +367,14 @@ class PartitionOwner:
         producer = self._producer
         if producer is None:
             raise TransactionFailed(f"partition {self.partition}: no producer (rebuilding)")
-        commit(producer, batch, self.topics, self.partition, group,
-               self.options.commit_timeout_s)  # fmt: skip
+        began = time.perf_counter()
+        try:
+            commit(producer, batch, self.topics, self.partition, group,
+                   self.options.commit_timeout_s)  # fmt: skip
+        except (Fenced, TransactionFailed) as exc:
+            self.metrics.failed(exc)
+            raise
+        self.metrics.committed(batch, time.perf_counter() - began)
         events = sum(1 for record in batch.records if record[0] == self.topics.events)
         self.restarts.commit(batch.images, events, (reply for _, reply in batch.replies))
         crash_point("after_commit")
