@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Self
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+from opentelemetry.trace import Tracer
 
 from events.commands import Command
 from events.replies import Committed, Rejected, Reply
@@ -79,6 +80,7 @@ class Leader:
             and moves none. None: a dynamic member.
         metrics: its Prometheus collectors (`LeaderMetrics(registry)`); None
             counts into a private registry that nobody serves.
+        tracing: the tracer of its spans (`projector.telemetry.tracing`); None: the global one.
 
     The group uses cooperative-sticky assignment: a rebalance revokes only the
     partitions that move, and spreads them within one of each other.
@@ -95,8 +97,10 @@ class Leader:
         security: KafkaSecurity = PLAINTEXT,
         instance_id: str | None = None,
         metrics: LeaderMetrics | None = None,
+        tracing: Tracer | None = None,
     ) -> None:
         self.bootstrap = bootstrap
+        self.tracing = tracing
         self.security = security
         self.instance_id = instance_id
         self.topics = topics or Topics()
@@ -299,6 +303,7 @@ class Leader:
                 self.bootstrap, self.topics, tp.partition, self.leader_id, self.options,
                 group_offset=functools.partial(_group_offset, consumer, topic, tp.partition),
                 limit=self._limit, security=self.security, metrics=self.metrics,
+                tracing=self.tracing,
             )  # fmt: skip
             owner.open(None if self._standby is None else self._standby.take(tp.partition))
             self._owners[tp.partition] = owner

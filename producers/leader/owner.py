@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from confluent_kafka import KafkaException, Producer
+from opentelemetry.trace import Span, Tracer
 
 from events.intents import CheckpointSigned
 from events.replies import Reply
@@ -23,8 +24,10 @@ from producers.leader.metrics import LeaderMetrics
 from producers.leader.options import LeaderOptions
 from producers.leader.rebuild import Rebuilt, make_catalog, take_over, warm_up
 from producers.leader.restart import RestartPoint, RestartPoints
+from producers.leader.traces import commit_spans, decide_span, event_headers, now_ns
 from producers.leader.transaction import commit, crash_point, open_producer
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
+from projector.telemetry.tracing import trace_id_of, tracer
 
 __all__ = ["Input", "LeaderOptions", "PartitionOwner", "stamp_now"]
 
@@ -77,10 +80,12 @@ class PartitionOwner:
         limit: int = DEFAULT_RECORD_LIMIT,
         security: KafkaSecurity = PLAINTEXT,
         metrics: LeaderMetrics | None = None,
+        tracing: Tracer | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.security = security
         self.metrics = metrics if metrics is not None else LeaderMetrics()
+        self.tracer = tracing if tracing is not None else tracer("metalog.leader")
         self.topics = topics
         self.partition = partition
         self.leader_id = leader_id
@@ -290,19 +295,22 @@ class PartitionOwner:
             return
         catalog = self.catalogs.get(command.catalog)
         began = time.perf_counter()
+        span = decide_span(self.tracer, item, command)
         try:
             if catalog is None:
                 catalog = self._catalog(command.catalog)
                 catalog.elect(self.leader_id)
                 self.catalogs[command.catalog] = catalog
-            reply: Reply = catalog.submit(command)
+            reply: Reply = catalog.submit(command, None if span is None else trace_id_of(span))
         except CommandRejected as rejection:
             reply = self.answers.rejected(command, rejection)
         except Exception as exc:  # a failure serving one command refuses it, not the leader
             reply = self.answers.unexpected(command, exc)
         self.metrics.decide_seconds.observe(time.perf_counter() - began)
         if catalog is not None:
-            self._drain(batch, catalog)
+            self._drain(batch, catalog, span)
+        if span is not None:
+            span.end()
         self.answers.reply(batch, item, command.reply_to, reply)
 
     def refuse(self, batch: Batch, item: Input, refused: RecordRefused) -> None:
@@ -329,14 +337,14 @@ class PartitionOwner:
         if batch.records and not self._committer.add(batch, None):
             self.check()
 
-    def _drain(self, batch: Batch, catalog: LocalCatalog) -> None:
+    def _drain(self, batch: Batch, catalog: LocalCatalog, span: Span | None = None) -> None:
         batch.images[catalog.image.catalog] = catalog.image
         for sealed in catalog.take_new_records():
             if isinstance(sealed.event.intent, CheckpointSigned):
                 batch.checkpoints += 1
             batch.last_event = len(batch.records)
             batch.records.append((self.topics.events, sealed.event.catalog.encode(),
-                                  sealed.record, []))  # fmt: skip
+                                  sealed.record, event_headers(span)))  # fmt: skip
 
     # -- the commit thread ----------------------------------------------------
 
@@ -367,7 +375,7 @@ class PartitionOwner:
         producer = self._producer
         if producer is None:
             raise TransactionFailed(f"partition {self.partition}: no producer (rebuilding)")
-        began = time.perf_counter()
+        began, began_ns = time.perf_counter(), now_ns()
         try:
             commit(producer, batch, self.topics, self.partition, group,
                    self.options.commit_timeout_s)  # fmt: skip
@@ -375,6 +383,7 @@ class PartitionOwner:
             self.metrics.failed(exc)
             raise
         self.metrics.committed(batch, time.perf_counter() - began)
+        commit_spans(self.tracer, batch, began_ns)
         events = sum(1 for record in batch.records if record[0] == self.topics.events)
         self.restarts.commit(batch.images, events, (reply for _, reply in batch.replies))
         crash_point("after_commit")

@@ -21,6 +21,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from opentelemetry.trace import Tracer
+
 from events.errors import MetalogError
 from events.topics import Topics
 from projector.errors import ApplyError, FollowerError, FollowerStopped, WaitTimeout
@@ -79,6 +81,7 @@ class Follower:
             services; a full replay with it takes 0.4 of the time (BENCHMARKS.md).
         security: How it signs in to Kafka (`projector.kafka.security`); default PLAINTEXT.
         metrics: Its Prometheus collectors (`FollowerMetrics(registry)`); None: a private one.
+        tracing: The tracer of its apply spans (`projector.telemetry.tracing`); None: global.
     """
 
     def __init__(
@@ -94,7 +97,9 @@ class Follower:
         freeze_gc: bool = False,
         security: KafkaSecurity = PLAINTEXT,
         metrics: FollowerMetrics | None = None,
+        tracing: Tracer | None = None,
     ) -> None:
+        self.tracing = tracing
         names = (catalogs,) if isinstance(catalogs, str) else tuple(catalogs)
         if not names:
             raise FollowerError("a follower needs at least one catalog to follow")
@@ -371,7 +376,8 @@ class Follower:
         tail: Tail | None = None
         try:
             tail = self._tail = Tail(
-                self.bootstrap, self.topics, self._feeds, self._starts, self.security
+                self.bootstrap, self.topics, self._feeds, self._starts, self.security,
+                self.tracing,
             )
             if not tail.connect(self._stop.is_set):
                 return
