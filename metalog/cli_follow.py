@@ -144,7 +144,7 @@ def _follow(args: argparse.Namespace) -> int:
     with (
         _follower(args, metrics=FollowerMetrics(registry)) as follower,
         serving_metrics(args, registry, lambda: readiness(follower, args.ready_within),
-                        lambda: liveness(follower)),
+                        lambda: liveness(follower), "metalog-follower"),
         follower.watch(show, args.from_resource_version),
     ):
         caught_up = follower.wait_caught_up(args.timeout)

@@ -52,7 +52,8 @@ def _leader(args: argparse.Namespace) -> int:
     # What is loaded by now (modules, schemas, codecs) lives as long as the process:
     # keep it out of full collections, which pause the serving thread (≈ 30 ms here).
     gc.freeze()
-    with serving_metrics(args, registry, lambda: readiness(leader), lambda: liveness(leader)):
+    with serving_metrics(args, registry, lambda: readiness(leader), lambda: liveness(leader),
+                         "metalog-leader"):
         try:
             leader.run()
         except KeyboardInterrupt:

@@ -15,6 +15,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from projector.telemetry import Check, MetricsServer, always_ok
+from projector.telemetry.tracing import configure
 
 
 def port(text: str) -> int:
@@ -44,15 +45,22 @@ def serving_metrics(
     registry: CollectorRegistry,
     ready: Check = always_ok,
     live: Check = always_ok,
+    service: str = "metalog",
 ) -> Iterator[MetricsServer | None]:
-    """Serve `registry` while the block runs, if ``--metrics-port`` was given.
+    """Serve `registry` while the block runs, if ``--metrics-port`` was given; export
+    spans over OTLP meanwhile if ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set.
 
     Raises:
         TelemetryError: The port cannot be bound.
     """
-    if args.metrics_port is None:
-        yield None
-        return
-    with MetricsServer(registry, args.metrics_port, host=args.metrics_host,
-                       ready=ready, live=live) as server:  # fmt: skip
-        yield server
+    provider = configure(service)  # OTLP only when its endpoint is set
+    try:
+        if args.metrics_port is None:
+            yield None
+            return
+        with MetricsServer(registry, args.metrics_port, host=args.metrics_host,
+                           ready=ready, live=live) as server:  # fmt: skip
+            yield server
+    finally:
+        if provider is not None:
+            provider.shutdown()  # type: ignore[attr-defined]  # flushes the spans

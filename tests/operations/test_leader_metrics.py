@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -114,3 +118,31 @@ def test_a_fenced_commit_makes_the_leader_not_ready_and_is_counted(
     assert get(f"{server.url}/healthz")[0] == 503
     families = scrape(server.url)
     assert value(families, "metalog_leader_commit_failures_total", error="Fenced") == 1
+
+
+def test_metalog_leader_serves_its_metrics_on_the_port_given(wire: TopicSet) -> None:
+    with socket.socket() as probe:  # a port free now, released for the leader to take
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "metalog.cli", "leader", "--bootstrap", wire.bootstrap,
+         "--prefix", wire.prefix, "--group", f"{wire.prefix}-leaders",
+         "--metrics-port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _status(f"{url}/readyz") == 200, timeout=60.0)
+        families = scrape(url)
+        assert value(families, "metalog_leader_partitions_owned") == 1
+        assert "metalog_leader_commit_duration_seconds" in families
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30.0)
+
+
+def _status(url: str) -> int:
+    try:
+        return get(url)[0]
+    except OSError:  # not listening yet
+        return 0
