@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
+from prometheus_client import CollectorRegistry
 from rich.console import Console
 from rich.table import Table
 
@@ -24,10 +25,12 @@ from metalog.cli_json import (
     print_json,
     snapshot_document,
 )
+from metalog.cli_metrics import add_metrics_flags, serving_metrics
 from producers.kafka.errors import kafka_error
 from projector.errors import AccessDenied, FollowerError, FollowerStopped, SnapshotError
 from projector.fold.image import Image
 from projector.follower.follower import Follower
+from projector.follower.metrics import FollowerMetrics, liveness, readiness
 from projector.follower.watch import WatchEvent
 from projector.snapshot.store import list_snapshots, verify_snapshot
 
@@ -137,8 +140,11 @@ def _follow(args: argparse.Namespace) -> int:
         console.print(f"{change.resource_version:>8} {change.op:<6} {change.key} {value}",
                       markup=False, highlight=False)  # fmt: skip
 
+    registry = CollectorRegistry()
     with (
-        _follower(args) as follower,
+        _follower(args, metrics=FollowerMetrics(registry)) as follower,
+        serving_metrics(args, registry, lambda: readiness(follower, args.ready_within),
+                        lambda: liveness(follower), "metalog-follower"),
         follower.watch(show, args.from_resource_version),
     ):
         caught_up = follower.wait_caught_up(args.timeout)
@@ -219,6 +225,10 @@ def add_parser(subparsers: Any) -> None:
     follow = subparsers.add_parser("follow", parents=[common], help="print published changes live")
     follow.add_argument("--from", dest="from_resource_version", type=int, default=0,
                         help="resource_version to start after (default 0: everything)")  # fmt: skip
+    add_metrics_flags(follow)
+    follow.add_argument("--ready-within", type=positive_float, default=10.0,
+                        help="/readyz answers ready while the follower is at most this many "
+                             "seconds behind the log (default 10)")  # fmt: skip
     follow.set_defaults(func=_follow)
     show = subparsers.add_parser("show", parents=[common], help="print the current catalog")
     show.add_argument("--snapshot-dir", default=None, help="start from a snapshot in this folder")

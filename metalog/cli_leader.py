@@ -8,13 +8,18 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from events.topics import Topics
 from metalog.cli_args import add_credentials_flag, positive_float, positive_int, security
 from metalog.cli_json import add_json_flag, log_status
+from metalog.cli_metrics import add_metrics_flags, serving_metrics
 from metalog.keys import load_signer
 from metalog.stack_config import StackConfig
+from producers.leader.health import liveness, readiness
 from producers.leader.leader import Leader
 from producers.leader.local import CheckpointSchedule
+from producers.leader.metrics import LeaderMetrics
 from producers.leader.owner import LeaderOptions
 
 
@@ -25,6 +30,7 @@ def _leader(args: argparse.Namespace) -> int:
     if args.signing_key:
         signer = load_signer(Path(args.signing_key))
         checkpoints = CheckpointSchedule(signer, args.checkpoint_events, args.checkpoint_seconds)
+    registry = CollectorRegistry()
     leader = Leader(
         args.bootstrap or config.bootstrap,
         topics=Topics(args.prefix or config.topic_prefix),
@@ -40,15 +46,18 @@ def _leader(args: argparse.Namespace) -> int:
             warm_standby=args.warm_standby,
             checkpoints=checkpoints,
         ),
+        metrics=LeaderMetrics(registry),
     )
     signal.signal(signal.SIGTERM, lambda *_: leader.stop())
     # What is loaded by now (modules, schemas, codecs) lives as long as the process:
     # keep it out of full collections, which pause the serving thread (≈ 30 ms here).
     gc.freeze()
-    try:
-        leader.run()
-    except KeyboardInterrupt:
-        leader.stop()
+    with serving_metrics(args, registry, lambda: readiness(leader), lambda: liveness(leader),
+                         "metalog-leader"):
+        try:
+            leader.run()
+        except KeyboardInterrupt:
+            leader.stop()
     return 0
 
 
@@ -96,5 +105,6 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--session-timeout-ms", type=session_timeout, default=10_000,
                         help="a leader that stops heartbeating is replaced after this long "
                              "(6000 or more: the broker's minimum)")  # fmt: skip
+    add_metrics_flags(parser)
     add_json_flag(parser, "its status lines as JSON lines on stdout (docs/cli.md)")
     parser.set_defaults(func=_leader)

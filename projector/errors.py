@@ -158,3 +158,10 @@ class CredentialsError(MetalogError):
 
 class ReplayError(MetalogError):
     """A replay point or a table to follow is malformed or outside the catalog's log."""
+
+
+# -- operations: metrics, health, traces --------------------------------------
+
+
+class TelemetryError(MetalogError):
+    """The metrics endpoint cannot be served (a port in use, a bad address)."""

@@ -29,6 +29,7 @@ from producers.leader.waiter import Waiter
 from projector.errors import AccessDenied
 from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY, next_batch, watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
+from projector.telemetry.tracing import current_trace
 
 _REPLIES_PER_READ = 500
 """At most this many replies are taken from the topic per read."""
@@ -124,6 +125,7 @@ class CommandChannel:
                     headers=[
                         (COMMAND_ID_HEADER, command.command_id.encode()),
                         (REPLY_TO_HEADER, self.client_id.encode()),
+                        *current_trace(),
                     ],
                     on_delivery=functools.partial(self._undelivered, command.command_id),
                 )  # delivery reports are served by the reader thread, not per call

@@ -9,6 +9,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from confluent_kafka import KafkaException
+from opentelemetry.trace import SpanKind, Tracer
 
 from events import commands as c
 from events.replies import Committed, Rejected
@@ -27,6 +28,7 @@ from projector.fold.export import export
 from projector.fold.image import Image
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.snapshot.store import load_newest
+from projector.telemetry.tracing import parent, tracer
 
 
 class MetadataClient:
@@ -55,6 +57,9 @@ class MetadataClient:
         security: how it signs in to Kafka (`projector.kafka.security`); default PLAINTEXT.
         snapshot_dir: where `image` and `export` find the catalog's snapshots (the
             leaders' or a follower's); None: they replay the catalog's whole partition.
+        tracing: the tracer of its `metalog.client.send` spans (None: the global one). A
+            call's `traceparent=` (W3C) makes its span the caller's child; the command
+            record carries the span's context to the leader (docs/operations.md, "Traces").
     """
 
     def __init__(
@@ -69,8 +74,10 @@ class MetadataClient:
         channel: Channel | None = None,
         security: KafkaSecurity = PLAINTEXT,
         snapshot_dir: Path | str | None = None,
+        tracing: Tracer | None = None,
     ) -> None:
         self.bootstrap = bootstrap
+        self.tracer = tracing if tracing is not None else tracer("metalog.client")
         self.security = security
         self.snapshot_dir = None if snapshot_dir is None else Path(snapshot_dir)
         self.catalog = catalog
@@ -305,8 +312,14 @@ class MetadataClient:
         validate.check(command)
         return self._request(command, timeout)
 
-    def _request(self, command: c.Command, timeout: float | None) -> Committed:
-        reply = self._channel.request(command, timeout or self.timeout)
+    def _request(
+        self, command: c.Command, timeout: float | None, traceparent: str | None = None
+    ) -> Committed:
+        with self.tracer.start_as_current_span(
+            "metalog.client.send", context=parent(traceparent), kind=SpanKind.PRODUCER,
+            attributes={"metalog.command": command.type, "metalog.command_id": command.command_id},
+        ):  # fmt: skip
+            reply = self._channel.request(command, timeout or self.timeout)
         if reply is None:
             raise CommandOutcomeUnknown(command.command_id)
         if isinstance(reply, Rejected):
@@ -335,7 +348,8 @@ class MetadataClient:
             reply_to=self._channel.reply_to,
             **fields,
         )
-        return self._request(command, call.get("timeout"))  # type: ignore[arg-type]
+        return self._request(command, call.get("timeout"),  # type: ignore[arg-type]
+                             call.get("traceparent"))
 
     def close(self) -> None:
         """Stop the reply reader and flush the producer."""
@@ -352,5 +366,6 @@ class MetadataClient:
 
 
 _CALL_OPTIONS = frozenset(
-    {"expected_version", "expected_resource_version", "command_id", "timeout", "catalog"}
+    {"expected_version", "expected_resource_version", "command_id", "timeout", "catalog",
+     "traceparent"}
 )

@@ -70,7 +70,9 @@ from projector.fold.image import Image
 
 @dataclass(frozen=True, slots=True)
 class Stamp:
-    """What the caller stamps on an event: its id and when it happened (aware UTC).
+    """What the caller stamps on an event: its id, when it happened (aware UTC), its trace.
+
+    `trace_id` is the 32-hex-digit trace id of the command's trace, if it has one.
 
     Raises:
         ValueError: `occurred_at` is not UTC-aware.
@@ -78,6 +80,7 @@ class Stamp:
 
     event_id: str
     occurred_at: datetime
+    trace_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.occurred_at.utcoffset() != timedelta(0):
@@ -253,6 +256,7 @@ def _event(
         "command_id": command_id,
         "actor": actor,
         "occurred_at": stamp.occurred_at,
+        "trace_id": stamp.trace_id,
         "prev_hash": image.last_hash,
         "hash": b"",
     }

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from confluent_kafka import Message
+from opentelemetry.trace import Span
 
 from events.codec import decode_command
 from events.commands import Command
@@ -27,6 +28,7 @@ from events.replies import Reply
 from events.topics import COMMAND_ID_HEADER, COMMANDS_OFFSET_HEADER, REPLY_TO_HEADER
 from producers.errors import Fenced, TransactionFailed
 from projector.fold.image import Image
+from projector.telemetry.tracing import TRACEPARENT
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,10 @@ class Input:
     reply_to: str | None = None
     command_id: str | None = None
     on_reply: Callable[[Reply | BaseException], None] | None = None
+    traceparent: str | None = None
+    """The W3C trace context the command came with (its record's `traceparent` header)."""
+    span: Span | None = None
+    """The leader's decide span of a traced command (the parent of its commit span)."""
 
     @property
     def offset(self) -> int | None:
@@ -57,7 +63,8 @@ class Input:
         pairs = raw_headers.items() if isinstance(raw_headers, dict) else raw_headers
         headers = {key: _text(value) for key, value in pairs}
         item = cls(None, raw=message, reply_to=headers.get(REPLY_TO_HEADER),
-                   command_id=headers.get(COMMAND_ID_HEADER))  # fmt: skip
+                   command_id=headers.get(COMMAND_ID_HEADER),
+                   traceparent=headers.get(TRACEPARENT))  # fmt: skip
         value = message.value() or b""
         if len(value) > max_bytes:
             item.problem = f"command of {len(value)} bytes exceeds the limit of {max_bytes} bytes"
@@ -88,6 +95,8 @@ class Batch:
     """Index in `records` of the last event, -1 when the batch has none."""
     images: dict[str, Image] = field(default_factory=dict)
     """The image of each catalog the batch decided for, once it is committed."""
+    checkpoints: int = 0
+    """Signed checkpoints among its events (counted once committed: `LeaderMetrics`)."""
 
     def extend(self, later: Batch) -> None:
         """Append a batch decided after this one."""
@@ -96,6 +105,7 @@ class Batch:
         self.records += later.records
         self.replies += later.replies
         self.images.update(later.images)
+        self.checkpoints += later.checkpoints
         if later.consumed is not None:
             self.consumed = later.consumed
 

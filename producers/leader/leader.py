@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Self
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+from opentelemetry.trace import Tracer
 
 from events.commands import Command
 from events.replies import Committed, Rejected, Reply
@@ -28,6 +29,7 @@ from producers.errors import (
 )
 from producers.kafka.callbacks import KeptFailure
 from producers.kafka.routing import Layout, read_layout, read_record_limit
+from producers.leader.metrics import LeaderMetrics
 from producers.leader.owner import (
     Input,
     LeaderOptions,
@@ -76,6 +78,9 @@ class Leader:
             (`group.instance.id`, unique per process and the same across its
             restarts): a restart within the session timeout keeps its partitions
             and moves none. None: a dynamic member.
+        metrics: its Prometheus collectors (`LeaderMetrics(registry)`); None
+            counts into a private registry that nobody serves.
+        tracing: the tracer of its spans (`projector.telemetry.tracing`); None: the global one.
 
     The group uses cooperative-sticky assignment: a rebalance revokes only the
     partitions that move, and spreads them within one of each other.
@@ -91,8 +96,11 @@ class Leader:
         options: LeaderOptions | None = None,
         security: KafkaSecurity = PLAINTEXT,
         instance_id: str | None = None,
+        metrics: LeaderMetrics | None = None,
+        tracing: Tracer | None = None,
     ) -> None:
         self.bootstrap = bootstrap
+        self.tracing = tracing
         self.security = security
         self.instance_id = instance_id
         self.topics = topics or Topics()
@@ -111,6 +119,9 @@ class Leader:
         self._group_metadata: object = None
         self._rebalance = KeptFailure()
         self._standby: Standby | None = None
+        self.metrics = metrics if metrics is not None else LeaderMetrics()
+        self.metrics.watch_ownership(lambda: len(self._owners), lambda: [
+            o.restarts.snapshot_written_at for o in list(self._owners.values())])
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -158,6 +169,16 @@ class Leader:
         """The next commands offset this leader serves on `partition` (None if not owned)."""
         owner = self._owners.get(partition)
         return owner.position if owner is not None else None
+
+    @property
+    def failure(self) -> BaseException | None:
+        """What stopped the leader's loop (`Fenced`, a refused group…), or None."""
+        return self._failure
+
+    @property
+    def owned(self) -> list[int]:
+        """The partitions of the commands topic this leader owns now."""
+        return sorted(self._owners)
 
     def __enter__(self) -> Self:
         return self.start()
@@ -281,7 +302,8 @@ class Leader:
             owner = PartitionOwner(
                 self.bootstrap, self.topics, tp.partition, self.leader_id, self.options,
                 group_offset=functools.partial(_group_offset, consumer, topic, tp.partition),
-                limit=self._limit, security=self.security,
+                limit=self._limit, security=self.security, metrics=self.metrics,
+                tracing=self.tracing,
             )  # fmt: skip
             owner.open(None if self._standby is None else self._standby.take(tp.partition))
             self._owners[tp.partition] = owner
@@ -289,6 +311,7 @@ class Leader:
             log.info("leader %s owns partition %d from offset %d", self.leader_id,
                      tp.partition, tp.offset)  # fmt: skip
         consumer.incremental_assign(partitions)
+        self.metrics.partitions("assigned", len(partitions))
         # Read once per rebalance (cooperative: called after each, even with no partition
         # added): it is a round trip to librdkafka's main thread (≈ 9 % of the leader's
         # time when it was read for every batch).
@@ -301,9 +324,15 @@ class Leader:
         log.warning("leader %s lost partitions %s: the group reassigned them (its session "
                     "timed out, or it was fenced)", self.leader_id,
                     [tp.partition for tp in partitions])  # fmt: skip
-        self._on_revoke(consumer, partitions)
+        self.metrics.partitions("lost", len(partitions))
+        self._hand_back(consumer, partitions)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Hand back the partitions the group moves elsewhere."""
+        self.metrics.partitions("revoked", len(partitions))
+        self._hand_back(consumer, partitions)
+
+    def _hand_back(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Hand back the partitions taken from this member (revoked, or lost to a timeout)."""
         if partitions:
             log.info("leader %s hands back partitions %s", self.leader_id,

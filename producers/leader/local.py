@@ -15,6 +15,7 @@ the leader sends those bytes as they are.
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from events.chain import Sealed
@@ -215,8 +216,8 @@ class LocalCatalog:
         else:
             self._unsigned += 1
 
-    def submit(self, command: Command) -> Committed:
-        """Decide and apply a command.
+    def submit(self, command: Command, trace_id: str | None = None) -> Committed:
+        """Decide and apply a command (its event carries `trace_id`, when given).
 
         Returns:
             The `Committed` outcome (the first one again for a retried `command_id`).
@@ -229,7 +230,10 @@ class LocalCatalog:
             if isinstance(seen, CommandRejected):
                 raise seen
             return _committed(command.command_id, self._image.catalog, seen)
-        outcome = decide_record(self._image, command, self._stamps(), limit=self._limit)
+        stamp = self._stamps()
+        if trace_id is not None:
+            stamp = replace(stamp, trace_id=trace_id)
+        outcome = decide_record(self._image, command, stamp, limit=self._limit)
         if isinstance(outcome, Rejection):
             self._remember(command.command_id, outcome.error)
             raise outcome.error

@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from confluent_kafka import KafkaException, Producer
+from opentelemetry.trace import Span, Tracer
 
+from events.intents import CheckpointSigned
 from events.replies import Reply
 from events.topics import Topics
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT
@@ -18,11 +20,14 @@ from producers.leader.committer import Batch, GroupCommitter, Input
 from producers.leader.ids import random_uuid
 from producers.leader.isolation import serve_alone
 from producers.leader.local import LocalCatalog, Stamp
+from producers.leader.metrics import LeaderMetrics
 from producers.leader.options import LeaderOptions
 from producers.leader.rebuild import Rebuilt, make_catalog, take_over, warm_up
 from producers.leader.restart import RestartPoint, RestartPoints
+from producers.leader.traces import commit_spans, decide_span, event_headers, now_ns
 from producers.leader.transaction import commit, crash_point, open_producer
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
+from projector.telemetry.tracing import trace_id_of, tracer
 
 __all__ = ["Input", "LeaderOptions", "PartitionOwner", "stamp_now"]
 
@@ -74,9 +79,13 @@ class PartitionOwner:
         group_offset: Callable[[], int | None] = lambda: None,
         limit: int = DEFAULT_RECORD_LIMIT,
         security: KafkaSecurity = PLAINTEXT,
+        metrics: LeaderMetrics | None = None,
+        tracing: Tracer | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.security = security
+        self.metrics = metrics if metrics is not None else LeaderMetrics()
+        self.tracer = tracing if tracing is not None else tracer("metalog.leader")
         self.topics = topics
         self.partition = partition
         self.leader_id = leader_id
@@ -193,6 +202,7 @@ class PartitionOwner:
             self._producer = None  # a producer whose commit failed is not used again
             raise
         self._dead_lettered = dead_through
+        self.metrics.recovered()
 
     def _commit_rebuilt(self, batch: Batch) -> None:
         """Commit what opening or a rebuild writes; DLQ copies the broker refuses are left out."""
@@ -284,18 +294,23 @@ class PartitionOwner:
             self.answers.poison(batch, item)
             return
         catalog = self.catalogs.get(command.catalog)
+        began = time.perf_counter()
+        span = decide_span(self.tracer, item, command)
         try:
             if catalog is None:
                 catalog = self._catalog(command.catalog)
                 catalog.elect(self.leader_id)
                 self.catalogs[command.catalog] = catalog
-            reply: Reply = catalog.submit(command)
+            reply: Reply = catalog.submit(command, None if span is None else trace_id_of(span))
         except CommandRejected as rejection:
             reply = self.answers.rejected(command, rejection)
         except Exception as exc:  # a failure serving one command refuses it, not the leader
             reply = self.answers.unexpected(command, exc)
+        self.metrics.decide_seconds.observe(time.perf_counter() - began)
         if catalog is not None:
-            self._drain(batch, catalog)
+            self._drain(batch, catalog, span)
+        if span is not None:
+            span.end()
         self.answers.reply(batch, item, command.reply_to, reply)
 
     def refuse(self, batch: Batch, item: Input, refused: RecordRefused) -> None:
@@ -322,12 +337,14 @@ class PartitionOwner:
         if batch.records and not self._committer.add(batch, None):
             self.check()
 
-    def _drain(self, batch: Batch, catalog: LocalCatalog) -> None:
+    def _drain(self, batch: Batch, catalog: LocalCatalog, span: Span | None = None) -> None:
         batch.images[catalog.image.catalog] = catalog.image
         for sealed in catalog.take_new_records():
+            if isinstance(sealed.event.intent, CheckpointSigned):
+                batch.checkpoints += 1
             batch.last_event = len(batch.records)
             batch.records.append((self.topics.events, sealed.event.catalog.encode(),
-                                  sealed.record, []))  # fmt: skip
+                                  sealed.record, event_headers(span)))  # fmt: skip
 
     # -- the commit thread ----------------------------------------------------
 
@@ -358,8 +375,15 @@ class PartitionOwner:
         producer = self._producer
         if producer is None:
             raise TransactionFailed(f"partition {self.partition}: no producer (rebuilding)")
-        commit(producer, batch, self.topics, self.partition, group,
-               self.options.commit_timeout_s)  # fmt: skip
+        began, began_ns = time.perf_counter(), now_ns()
+        try:
+            commit(producer, batch, self.topics, self.partition, group,
+                   self.options.commit_timeout_s)  # fmt: skip
+        except (Fenced, TransactionFailed) as exc:
+            self.metrics.failed(exc)
+            raise
+        self.metrics.committed(batch, time.perf_counter() - began)
+        commit_spans(self.tracer, batch, began_ns)
         events = sum(1 for record in batch.records if record[0] == self.topics.events)
         self.restarts.commit(batch.images, events, (reply for _, reply in batch.replies))
         crash_point("after_commit")

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -176,6 +177,8 @@ class RestartPoints:
         self.last = RestartPoint()
         self._count = 0
         self._taken_at = 0
+        self.snapshot_written_at: float | None = None
+        """When (`time.time()`) this owner last wrote the partition's snapshots."""
         self._consumer: Consumer | None = None
         self._lock = threading.Lock()
         name = f"partition {partition}"
@@ -258,4 +261,6 @@ class RestartPoints:
             write_dedupe(self.directory, self.topic, self.partition, last.next_offset,
                          last.dedupe)  # fmt: skip
         mark = PartitionMark(position, tuple(sorted(last.images)))
-        return write_partition_mark(self.directory, mark)
+        written = write_partition_mark(self.directory, mark)
+        self.snapshot_written_at = time.time()
+        return written

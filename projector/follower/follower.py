@@ -21,11 +21,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from opentelemetry.trace import Tracer
+
 from events.errors import MetalogError
 from events.topics import Topics
-from projector.errors import FollowerError, FollowerStopped, WaitTimeout
+from projector.errors import ApplyError, FollowerError, FollowerStopped, WaitTimeout
 from projector.fold.image import Image
 from projector.follower.feed import CatalogFeed, FeedStats
+from projector.follower.metrics import FollowerMetrics, Published
 from projector.follower.schedule import SnapshotSchedule
 from projector.follower.tail import Tail
 from projector.follower.watch import (
@@ -77,6 +80,8 @@ class Follower:
             processes (the `metalog` follower commands set it) and latency-bound
             services; a full replay with it takes 0.4 of the time (BENCHMARKS.md).
         security: How it signs in to Kafka (`projector.kafka.security`); default PLAINTEXT.
+        metrics: Its Prometheus collectors (`FollowerMetrics(registry)`); None: a private one.
+        tracing: The tracer of its apply spans (`projector.telemetry.tracing`); None: global.
     """
 
     def __init__(
@@ -91,7 +96,10 @@ class Follower:
         max_batch: int = 1000,
         freeze_gc: bool = False,
         security: KafkaSecurity = PLAINTEXT,
+        metrics: FollowerMetrics | None = None,
+        tracing: Tracer | None = None,
     ) -> None:
+        self.tracing = tracing
         names = (catalogs,) if isinstance(catalogs, str) else tuple(catalogs)
         if not names:
             raise FollowerError("a follower needs at least one catalog to follow")
@@ -117,6 +125,9 @@ class Follower:
         self._schedule = SnapshotSchedule(
             snapshot_every if snapshot_dir is not None else 0, self.snapshot
         )
+        self._watches: list[Watch] = []
+        self.metrics = metrics if metrics is not None else FollowerMetrics()
+        self.metrics.bind(self)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -150,7 +161,8 @@ class Follower:
 
     @property
     def connected(self) -> bool:
-        """Whether the follower found its partitions on the cluster and reads them."""
+        """Whether the follower found its partitions on the cluster and reads them (False
+        again once it stopped)."""
         return self._connected
 
     # -- reading -------------------------------------------------------------
@@ -252,6 +264,21 @@ class Follower:
         """A copy of the catalog's counters (applied, duplicates, gaps, held, DLQ)."""
         return replace(self._feeds[self._name(catalog)].stats)
 
+    def published(self) -> dict[str, Published]:
+        """Where each catalog's published image stands in its events partition."""
+        with self._changed:
+            return {
+                name: Published(image.resource_version, self._feeds[name].partition, offset,
+                                self._published_end.get(self._feeds[name].partition, -1),
+                                self._feeds[name].last_occurred_at)
+                for name, (image, offset) in self._published.items()
+            }  # fmt: skip
+
+    def watching(self) -> int:
+        """How many of the watches made here still deliver."""
+        self._watches = [w for w in self._watches if w.running]
+        return len(self._watches)
+
     # -- watching ------------------------------------------------------------
 
     def watch(
@@ -275,7 +302,7 @@ class Follower:
         history = self._feeds[name].history
         index = history.start(from_resource_version)
         loop = deliver_changes(history, index, callback, key_prefix)
-        return Watch(f"metalog-watch-{name}", loop)
+        return self._watching(Watch(f"metalog-watch-{name}", loop))
 
     def watch_datanode(
         self,
@@ -294,7 +321,11 @@ class Follower:
         loop = datanode_loop(
             lambda seen: self.next_image(seen, 0.2, name), datanode_id, open_region, close_region
         )
-        return Watch(f"metalog-datanode-{datanode_id}", loop)
+        return self._watching(Watch(f"metalog-datanode-{datanode_id}", loop))
+
+    def _watching(self, watch: Watch) -> Watch:
+        self._watches.append(watch)
+        return watch
 
     # -- snapshots -----------------------------------------------------------
 
@@ -328,7 +359,10 @@ class Follower:
             for name in self.catalogs:
                 if name in self._feeds:
                     continue
+                began = time.perf_counter()
                 found = None if self.snapshot_dir is None else load_newest(self.snapshot_dir, name)
+                if found is not None:
+                    self.metrics.snapshot_load_seconds.observe(time.perf_counter() - began)
                 image, start = Image.empty(name), -1
                 if found is not None and found[1].topic == self.topics.events:
                     image, start = found[0], found[1].next_offset
@@ -342,7 +376,8 @@ class Follower:
         tail: Tail | None = None
         try:
             tail = self._tail = Tail(
-                self.bootstrap, self.topics, self._feeds, self._starts, self.security
+                self.bootstrap, self.topics, self._feeds, self._starts, self.security,
+                self.tracing,
             )
             if not tail.connect(self._stop.is_set):
                 return
@@ -350,14 +385,20 @@ class Follower:
                 self._connected = True
                 self._changed.notify_all()
             while not self._stop.is_set():
+                began = time.perf_counter()
                 if tail.step(self.max_batch):
                     self._publish()
+                    self.metrics.apply_seconds.observe(time.perf_counter() - began)
                     self._schedule.check({n: f.stats.applied for n, f in self._feeds.items()})
         except BaseException as exc:
             self._failure = exc
+            if isinstance(exc, ApplyError):
+                self.metrics.divergences.labels(type(exc).__name__).inc()
             log.error("follower stopped: %s", exc)
         finally:
             self._publish()
+            with self._changed:
+                self._connected = False  # it reads no more
             if tail is not None:
                 tail.close()
 

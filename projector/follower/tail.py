@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaPartition
+from opentelemetry.trace import SpanKind, Tracer
 
 from events.codec import decode_event
 from events.errors import DecodeError
@@ -21,6 +22,7 @@ from projector.kafka.clients import (
     partition_count,
 )
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
+from projector.telemetry.tracing import header, parent, tracer
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +36,7 @@ class Tail:
         feeds: Catalog name → feed; `connect` sets each feed's partition.
         starts: Catalog name → first offset to read (-1: the beginning).
         security: How the follower signs in to Kafka.
+        tracing: The tracer of its `metalog.follower.apply` spans (None: the global one).
     """
 
     def __init__(
@@ -43,8 +46,10 @@ class Tail:
         feeds: dict[str, CatalogFeed],
         starts: dict[str, int],
         security: KafkaSecurity = PLAINTEXT,
+        tracing: Tracer | None = None,
     ) -> None:
         self.topics = topics
+        self._tracer = tracing if tracing is not None else tracer("metalog.follower")
         self.feeds = feeds
         self.next: dict[int, int] = {}
         self.high: dict[int, int] = {}
@@ -142,5 +147,14 @@ class Tail:
             self._letters.send([DeadLetter(partition, offset, raw, exc.reason)], key)
             return
         feed = feed or self.feeds.get(event.catalog)
-        if feed is not None:
+        if feed is None:
+            return
+        traceparent = None if event.trace_id is None else header(message.headers())
+        if traceparent is None:
+            self._letters.send(feed.offer(event, offset, raw), key)
+            return
+        with self._tracer.start_as_current_span(
+            "metalog.follower.apply", context=parent(traceparent), kind=SpanKind.CONSUMER,
+            attributes={"metalog.resource_version": event.resource_version},
+        ):  # fmt: skip
             self._letters.send(feed.offer(event, offset, raw), key)
