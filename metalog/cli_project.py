@@ -13,14 +13,17 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from events.topics import Topics
 from metalog.cli_args import add_cluster_options, security
 from metalog.cli_json import add_json_flag, print_json
+from metalog.cli_metrics import add_metrics_flags, serving_metrics
 from metalog.spark_session import session_conf, spark_session
 from streaming.compact import Maintenance, compact
+from streaming.metrics import ProjectionMetrics, liveness, readiness
 from streaming.projection import (
     ProjectionConfig,
     ensure_tables,
@@ -59,6 +62,8 @@ def submit_argv(args: argparse.Namespace) -> list[str]:
              "--maintain-seconds", str(args.maintain_seconds)]  # fmt: skip
     if args.max_offsets_per_trigger is not None:
         argv += ["--max-offsets-per-trigger", str(args.max_offsets_per_trigger)]
+    if args.metrics_port is not None:
+        argv += ["--metrics-port", str(args.metrics_port), "--metrics-host", args.metrics_host]
     return [*argv, "--once"] if args.once else argv
 
 
@@ -86,43 +91,60 @@ def _project(args: argparse.Namespace) -> int:
     spark = spark_session(args.master, "metalog-projection", extra_conf=FAIR_CONF)
     try:
         if args.action == "compact":
-            ensure_tables(spark, config)
-            done = compact(config.delta_dir)
-            if args.json:
-                print_json({"delta_dir": config.delta_dir, "compacted": done is not None,
-                            "batch_id": done.batch_id if done else None,
-                            "tables": list(done.tables) if done else []})  # fmt: skip
-            else:
-                print(f"metalog: compacted {config.delta_dir} up to batch {done.batch_id} "
-                      f"({', '.join(done.tables)})" if done else
-                      f"metalog: {config.delta_dir} was already compacted")
-        elif args.json:
-            _progress_lines(spark, config)
-        elif config.once:
-            run_once(spark, config)
-            print(f"metalog: projected {config.topic} into {config.delta_dir}")
-        else:
-            print(f"metalog: projecting {config.topic} into {config.delta_dir} (Ctrl-C stops)")
-            spark.sparkContext.setLocalProperty(POOL_PROPERTY, PROJECTION_POOL)
-            query = start_projection(spark, config)
-            maintenance = Maintenance(spark, config.delta_dir, config.compact_seconds,
-                                      config.maintain_seconds).start()
-            try:
-                query.awaitTermination()
-            finally:
-                maintenance.stop()
+            _compact(spark, config, args.json)
+            return 0
+        registry = CollectorRegistry()
+        metrics = ProjectionMetrics(registry)
+        with serving_metrics(args, registry, lambda: readiness(metrics),
+                             lambda: liveness(metrics), "metalog-projection"):  # fmt: skip
+            _run(spark, config, metrics, args.json)
     finally:
         spark.stop()
     return 0
 
 
-def _progress_lines(spark: SparkSession, config: ProjectionConfig) -> None:
+def _compact(spark: SparkSession, config: ProjectionConfig, json: bool) -> None:
+    """`metalog project compact`: fold the tail of `changes` into the per-kind tables once."""
+    ensure_tables(spark, config)
+    done = compact(config.delta_dir)
+    if json:
+        print_json({"delta_dir": config.delta_dir, "compacted": done is not None,
+                    "batch_id": done.batch_id if done else None,
+                    "tables": list(done.tables) if done else []})  # fmt: skip
+    else:
+        print(f"metalog: compacted {config.delta_dir} up to batch {done.batch_id} "
+              f"({', '.join(done.tables)})" if done else
+              f"metalog: {config.delta_dir} was already compacted")
+
+
+def _run(spark: SparkSession, config: ProjectionConfig, metrics: ProjectionMetrics,
+         json: bool) -> None:
+    """Run the projection: once, or until stopped (compacting on its schedule)."""
+    if json:
+        _progress_lines(spark, config, metrics)
+    elif config.once:
+        run_once(spark, config, metrics)
+        print(f"metalog: projected {config.topic} into {config.delta_dir}")
+    else:
+        print(f"metalog: projecting {config.topic} into {config.delta_dir} (Ctrl-C stops)")
+        spark.sparkContext.setLocalProperty(POOL_PROPERTY, PROJECTION_POOL)
+        query = start_projection(spark, config, metrics)
+        maintenance = Maintenance(spark, config.delta_dir, config.compact_seconds,
+                                  config.maintain_seconds).start()
+        try:
+            query.awaitTermination()
+        finally:
+            maintenance.stop()
+
+
+def _progress_lines(spark: SparkSession, config: ProjectionConfig,
+                    metrics: ProjectionMetrics | None = None) -> None:
     """Run the projection printing one JSON line per micro-batch, and a last one with
     `--once` (docs/cli.md)."""
     maintenance = None
     if not config.once:
         spark.sparkContext.setLocalProperty(POOL_PROPERTY, PROJECTION_POOL)
-    query = start_projection(spark, config)
+    query = start_projection(spark, config, metrics)
     if not config.once:
         maintenance = Maintenance(spark, config.delta_dir, config.compact_seconds,
                                   config.maintain_seconds).start()  # fmt: skip
@@ -186,6 +208,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--print-submit", action="store_true",
                         help="print the spark-submit line (jars, confs) for your own cluster "
                              "and exit")  # fmt: skip
+    add_metrics_flags(parser)
     add_json_flag(parser, "one JSON line per micro-batch (and a last one with --once); with "
                           "--print-submit, the line (docs/cli.md)")
     parser.set_defaults(func=_project)

@@ -41,6 +41,7 @@ from streaming.decode import envelope, split
 from streaming.errors import OldCheckpoint, ProjectionError
 from streaming.fold import FOLD_INPUT, FOLD_OUTPUT, PLACE_COLUMNS, PartitionFold
 from streaming.layout import CHANGES
+from streaming.metrics import ProjectionMetrics
 from streaming.queries import Projection
 from streaming.session import LOG_POOL, configure, fold_partitions, scheduler_pool
 
@@ -253,7 +254,8 @@ def folded(raw: DataFrame) -> DataFrame:
         PartitionFold(), FOLD_OUTPUT, "Append", "None")
 
 
-def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projection:
+def start_projection(spark: SparkSession, config: ProjectionConfig,
+                     metrics: ProjectionMetrics | None = None) -> Projection:
     """Create the tables if needed and start the two queries: the log, then the fold.
 
     A checkpoint of an older projection, whose fold query also appended
@@ -264,6 +266,7 @@ def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projectio
     Args:
         spark: A session with the Kafka source, Delta and Avro (`metalog.spark_session`).
         config: Where to read and write.
+        metrics: Collectors to bind to the running queries (`streaming.metrics`).
 
     Returns:
         The running queries; with `config.once` they stop by themselves when caught up.
@@ -289,7 +292,11 @@ def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projectio
     except Exception:
         log.stop()
         raise
-    return Projection(fold, log)
+    projection = Projection(fold, log)
+    if metrics is not None:
+        metrics.bind(projection, config.bootstrap, config.topic, config.delta_dir,
+                     config.security)
+    return projection
 
 
 def start_query(writer: DataStreamWriter, config: ProjectionConfig) -> StreamingQuery:
@@ -300,13 +307,19 @@ def start_query(writer: DataStreamWriter, config: ProjectionConfig) -> Streaming
     return writer.trigger(processingTime=f"{config.trigger_seconds} seconds").start()
 
 
-def run_once(spark: SparkSession, config: ProjectionConfig) -> None:
+def run_once(spark: SparkSession, config: ProjectionConfig,
+             metrics: ProjectionMetrics | None = None) -> None:
     """Project everything available now and return when it is in the tables.
+
+    Args:
+        spark: A session with the Kafka source, Delta and Avro.
+        config: Where to read and write.
+        metrics: Collectors to bind to the queries (`streaming.metrics`).
 
     Raises:
         ProjectionError: The query failed.
     """
-    projection = start_projection(spark, replace(config, once=True))
+    projection = start_projection(spark, replace(config, once=True), metrics)
     try:
         projection.awaitTermination()
     except StreamingQueryException as exc:

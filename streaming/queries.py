@@ -48,6 +48,14 @@ class Projection:
         """The fold query's last batch."""
         return self.fold.lastProgress
 
+    def exception(self) -> StreamingQueryException | None:
+        """Why a query failed (the fold's first); None while both run or stopped cleanly."""
+        for query in self.queries:
+            failure = query.exception()
+            if failure is not None:
+                return failure
+        return None
+
     def awaitTermination(self, timeout: float | None = None) -> bool:
         """Wait until both queries have stopped, or `timeout` seconds.
 

@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from producers.leader.metrics import LeaderMetrics
 from projector.follower.metrics import FollowerMetrics
+from streaming.metrics import ProjectionMetrics
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 NAME = re.compile(r"metalog_[a-z_]+")
@@ -19,6 +20,7 @@ def _registered() -> set[str]:
     registry = CollectorRegistry()
     LeaderMetrics(registry)
     follower = FollowerMetrics(registry)
+    ProjectionMetrics(registry)
     names = {sample for family in registry.collect() for sample in _samples(family.name)}
     names |= {
         "metalog_follower_resource_version", "metalog_follower_lag_records",
@@ -26,6 +28,10 @@ def _registered() -> set[str]:
         "metalog_follower_sequence_gaps_total", "metalog_follower_watches",
         "metalog_follower_up",
     }  # read from a bound follower at scrape time (tests/operations/test_follower_metrics.py)
+    names |= {
+        "metalog_projection_freshness_seconds", "metalog_projection_compaction_lag_batches",
+        "metalog_projection_compaction_age_seconds", "metalog_projection_up",
+    }  # read from a bound projection at scrape time (tests/spark/test_metrics.py)
     assert follower.registry is registry
     return names
 
