@@ -6,10 +6,11 @@ import argparse
 from typing import Any
 
 from metalog import stack, stack_cluster, stack_secure
-from metalog.cli_args import positive_int
+from metalog.cli_args import positive_float, positive_int
 from metalog.cli_json import add_json_flag, print_json
 from metalog.errors import StackError
 from metalog.stack_config import StackConfig
+from metalog.status_view import endpoint, look, render
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -62,22 +63,21 @@ def _status(args: argparse.Namespace) -> int:
     config = StackConfig.from_env()
     if stack_cluster.is_cluster(config):
         info: dict[str, Any] = stack_cluster.status(config, stack_cluster.size(config))
-        if args.json:
-            print_json(info)
-        else:
-            pids = ", ".join("stopped" if p is None else f"pid {p}" for p in info["pids"])
-            print(f"brokers: {pids}")
-            print(f"bootstrap: {info['bootstrap']}")
-            print(f"state_dir: {info['state_dir']}")
-        return 0
-    info = stack.status()
+        pids = ", ".join("stopped" if p is None else f"pid {p}" for p in info["pids"])
+        lines = [f"brokers: {pids}"]
+    else:
+        info = stack.status()
+        state = "running" if info["running"] else "stopped"
+        lines = [f"broker: {state}" + (f" (pid {info['pid']})" if info["pid"] else "")]
+    lines += [f"bootstrap: {info['bootstrap']}", f"state_dir: {info['state_dir']}"]
+    if args.metrics:
+        seen = [look(url, args.metrics_timeout) for url in dict.fromkeys(args.metrics)]
+        info["processes"] = [one.document() for one in seen]
+        lines += render(seen)
     if args.json:
         print_json(info)
     else:
-        state = "running" if info["running"] else "stopped"
-        print(f"broker: {state}" + (f" (pid {info['pid']})" if info["pid"] else ""))
-        print(f"bootstrap: {info['bootstrap']}")
-        print(f"state_dir: {info['state_dir']}")
+        print("\n".join(lines))
     return 0
 
 
@@ -97,6 +97,14 @@ def add_parser(subparsers: Any) -> None:
     down = subparsers.add_parser("down", help="stop the local Kafka broker (keeps the data)")
     add_json_flag(down)
     down.set_defaults(func=_down)
-    st = subparsers.add_parser("status", help="show whether the local broker is running")
+    st = subparsers.add_parser("status", help="show whether the local broker is running and, "
+                                              "with --metrics, how running processes do")
+    st.add_argument("--metrics", nargs="+", action="extend", type=endpoint, default=[],
+                    metavar="ENDPOINT",
+                    help="the --metrics-port of running leaders, followers and projections "
+                         "(PORT, HOST:PORT or http://HOST:PORT): their partitions, lag, "
+                         "freshness and commit p99 from their /metrics")  # fmt: skip
+    st.add_argument("--metrics-timeout", type=positive_float, default=2.0,
+                    help="seconds to wait for each endpoint (default 2)")
     add_json_flag(st)
     st.set_defaults(func=_status)

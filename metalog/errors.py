@@ -17,3 +17,7 @@ class AuditError(MetalogError):
 
 class SparkStartError(MetalogError):
     """Spark's driver JVM did not start (its own words are in Spark's log file)."""
+
+
+class StatusError(MetalogError):
+    """`metalog status` was given something that is not a metrics endpoint."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import urllib.error
 import urllib.request
 
@@ -35,3 +36,18 @@ def value(families: dict[str, list[Sample]], sample: str, **labels: str) -> floa
         if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items())
     ]
     return sum(found)
+
+
+def free_port() -> int:
+    """A loopback port free now (the OS picks it), released for a process to take."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def status_of(url: str) -> int:
+    """The HTTP status of a GET of `url`; 0 while nothing answers there."""
+    try:
+        return get(url)[0]
+    except OSError:  # not listening (yet)
+        return 0
