@@ -15,6 +15,8 @@
 4. The audit: the history page of one table (renamed on the way), then `audit
    verify` of the catalog, its leader's signed checkpoints checked with the key
    (made on the first run under the state directory).
+5. The follower's lag and the leader's commit p99, scraped from the `/metrics`
+   the demo's leader and a follower serve on loopback (`metalog.demo_metrics`).
 
 Run `python -m metalog.demo` after `metalog up` (the Makefile does both).
 """
@@ -34,17 +36,20 @@ from rich.table import Table
 from events.checkpoint import Signer
 from events.errors import MetalogError
 from events.topics import Topics
-from metalog import demo_sql, demo_write
+from metalog import demo_metrics, demo_sql, demo_write
 from metalog.cli_follow import follow_demo
 from metalog.cli_history import history_of
 from metalog.keys import PRIVATE_NAME, generate, load_signer
 from metalog.stack_config import StackConfig
 from producers.leader.local import CheckpointSchedule
+from producers.leader.metrics import LeaderMetrics
 from projector.audit.faults import AuditFailed
 from projector.audit.page import history_page
 from projector.audit.read import verify_topic
 from projector.audit.verify import Verifier
 from projector.follower.follower import Follower
+from projector.follower.metrics import FollowerMetrics
+from projector.telemetry import MetricsServer
 from streaming.errors import OldCheckpoint
 from streaming.projection import ProjectionConfig, run_once
 from streaming.read import read_current
@@ -144,18 +149,34 @@ def main() -> int:
     demo_sql.quiet_kafka()
     try:
         signer = demo_signer(config)
-        catalog = demo_write.run(bootstrap, topics, console, CheckpointSchedule(signer, 10, 5.0))
-        follow_demo(bootstrap, topics, catalog)
-        watch_datanode(bootstrap, topics, catalog, console)
-        project(bootstrap, topics, config, catalog)
-        page = config.state_dir / "history-sales.html"  # public.orders, renamed by the demo
-        page.write_text(history_page(history_of(bootstrap, topics, catalog, "public.sales", None)))
-        console.print(f"[bold]audit[/] the history of public.sales (born public.orders): {page}")
-        verify(bootstrap, topics, catalog, signer, console)
+        leading = LeaderMetrics()
+        with MetricsServer(leading.registry, 0) as leads:  # a free loopback port
+            catalog = demo_write.run(bootstrap, topics, console,
+                                     CheckpointSchedule(signer, 10, 5.0), leading)
+            following = FollowerMetrics()
+            with (
+                Follower(bootstrap, catalog, topics=topics, metrics=following) as follower,
+                MetricsServer(following.registry, 0) as follows,
+            ):
+                read_and_audit(bootstrap, topics, config, catalog, signer, console)
+                follower.wait_caught_up(60.0)
+                demo_metrics.report(console, catalog, leads.url, follows.url)
     except (MetalogError, KafkaException) as exc:
         print(f"metalog demo: error: {exc} (is the broker up? run `metalog up`)", file=sys.stderr)
         return 1
     return 0
+
+
+def read_and_audit(bootstrap: str, topics: Topics, config: StackConfig, catalog: str,
+                   signer: Signer, console: Console) -> None:
+    """Steps 2 to 4: the follower's view, the datanode, the projection, the audit."""
+    follow_demo(bootstrap, topics, catalog)
+    watch_datanode(bootstrap, topics, catalog, console)
+    project(bootstrap, topics, config, catalog)
+    page = config.state_dir / "history-sales.html"  # public.orders, renamed by the demo
+    page.write_text(history_page(history_of(bootstrap, topics, catalog, "public.sales", None)))
+    console.print(f"[bold]audit[/] the history of public.sales (born public.orders): {page}")
+    verify(bootstrap, topics, catalog, signer, console)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from producers.client.client import MetadataClient
 from producers.errors import CommandRejected, VersionConflict
 from producers.leader.leader import Leader
 from producers.leader.local import CheckpointSchedule
+from producers.leader.metrics import LeaderMetrics
 from producers.leader.owner import LeaderOptions
 from projector.fold.export import region_label_rows
 
@@ -33,16 +34,19 @@ COLUMNS = (
 
 
 def run(bootstrap: str, topics: Topics, console: Console,
-        checkpoints: CheckpointSchedule | None = None) -> str:  # fmt: skip
+        checkpoints: CheckpointSchedule | None = None,
+        metrics: LeaderMetrics | None = None) -> str:  # fmt: skip
     """Drive a fresh catalog through the leader; returns the catalog's name.
 
     Args:
         checkpoints: When the leader signs checkpoints (None: it signs none).
+        metrics: Where the leader counts (None: a private registry).
     """
     catalog = f"shop-{uuid.uuid4().hex[:6]}"
     say = console.print
     with (
-        Leader(bootstrap, topics=topics, options=LeaderOptions(checkpoints=checkpoints)) as leader,
+        Leader(bootstrap, topics=topics, options=LeaderOptions(checkpoints=checkpoints),
+               metrics=metrics) as leader,
         MetadataClient(bootstrap, catalog=catalog, actor="demo", topics=topics) as client,
     ):
         if not leader.wait_until_serving(1, timeout=60.0):
