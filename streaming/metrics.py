@@ -34,6 +34,9 @@ BATCH_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0)
 """Seconds per micro-batch: about a second on a small machine, minutes for a big backlog."""
 
 
+_UP = "1 while the projection's queries run and the last batch succeeded."
+
+
 class Projected(Protocol):
     """What the metrics read of the running projection (`streaming.queries.Projection`)."""
 
@@ -134,7 +137,8 @@ class ProjectionMetrics(Collector):
 
     def collect(self) -> Iterator[Metric]:
         """The values read now (called by the registry at each scrape)."""
-        if self._projection is None:
+        if self._projection is None:  # not started yet: only say so
+            yield GaugeMetricFamily("metalog_projection_up", _UP, 0)
             return
         self.take_progress()
         compacted, compacted_at = compaction(self._where[2])
@@ -152,9 +156,7 @@ class ProjectionMetrics(Collector):
             math.nan if compacted_at is None
             else max(0.0, (datetime.now(UTC) - compacted_at).total_seconds()))
         ready, _ = readiness(self)
-        up = GaugeMetricFamily("metalog_projection_up",
-                               "1 while the projection's queries run and the last batch "
-                               "succeeded.", int(ready))  # fmt: skip
+        up = GaugeMetricFamily("metalog_projection_up", _UP, int(ready))
         yield from (fresh, behind, age, up)
 
     @property

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
 from bench.workload import Workload, encoded, produce
+from metalog.status_view import look
 from projector.telemetry import MetricsServer
 from streaming.compact import compact
 from streaming.metrics import ProjectionMetrics, liveness, readiness
@@ -38,6 +39,7 @@ def test_a_projection_run_shows_its_rows_batches_freshness_and_compaction_lag(
     with MetricsServer(registry, 0, ready=lambda: readiness(metrics),
                        live=lambda: liveness(metrics)) as server:  # fmt: skip
         assert get(f"{server.url}/readyz")[0] == 503  # not started yet
+        assert value(scrape(server.url), "metalog_projection_up") == 0
         run_once(spark, config, metrics)
         progress = metrics.projection.recentProgress  # type: ignore[union-attr]
         batches = len([p for p in progress if p.numInputRows > 0])
@@ -53,10 +55,15 @@ def test_a_projection_run_shows_its_rows_batches_freshness_and_compaction_lag(
         last = max(p.batchId for p in progress)
         assert value(families, "metalog_projection_compaction_lag_batches") == last + 1
         assert math.isnan(value(families, "metalog_projection_compaction_age_seconds"))
+        assert value(families, "metalog_projection_up") == 0  # the --once run is over
         # A run with --once has finished: not ready, yet alive (it did not fail).
         status, body = get(f"{server.url}/readyz")
         assert status == 503 and "stopped" in body, body
         assert get(f"{server.url}/healthz")[0] == 200
+        # `metalog status --metrics` reads the same figures.
+        assert look(server.url, 10.0).roles["projection"] == {
+            "up": False, "freshness_seconds": 0.0, "compaction_lag_batches": last + 1,
+            "rows": len(records)}
 
         done = compact(config.delta_dir)
         assert done is not None
