@@ -45,7 +45,7 @@ NAME_TAKING_INTENTS = frozenset(
     {"TableCreated", "TableRecovered", "TableRenamed", "TableTruncated", "PartitionExchanged"}
 )
 """The intents that may give a table id a name: its version may jump to the name's next
-(DESIGN.md, "Versions never repeat for a name either"); the fold checks the number."""
+(docs/design.md, "version"); the fold checks the number."""
 
 
 @dataclass(slots=True)

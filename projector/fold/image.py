@@ -81,7 +81,7 @@ class Image:
             left that name or was displaced from it (drop, rename away, truncate,
             exchange): an id that takes the name goes on from there (the rules'
             `version_taking_name`), so a (name, version) pair never denotes two
-            states (DESIGN.md, "Versions never repeat for a name either").
+            states (docs/design.md, "version").
     """
 
     catalog: str

@@ -1,4 +1,4 @@
-"""Versions never repeat for a name (DESIGN.md, issue 50 item 1): no ABA write.
+"""Versions never repeat for a name (docs/design.md "version", issue 50 item 1): no ABA write.
 
 Each test gives a name to another table id by one rule (exchange, truncate,
 create after a drop or a purge, rename onto a freed name, recover and

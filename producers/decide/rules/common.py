@@ -163,7 +163,7 @@ def version_taking_name(image: Image, table_id: int, schema_name: str, table_nam
     (`Image.name_versions`) and, when a table holds the name now (truncate,
     exchange), one above the version this same change gives that table. So a
     version a client read for the name never matches the table that takes it
-    (DESIGN.md, "Versions never repeat for a name either"); the fold checks the
+    (docs/design.md, "version"); the fold checks the
     same number from the event's name keys (`projector.fold.apply`).
     """
     floor = image.name_versions.get((schema_name, table_name), 0)
