@@ -29,7 +29,8 @@ from projector.errors import AccessDenied, CredentialsError, FollowerStopped
 COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader",
                                    "metalog.cli_project", "metalog.cli_follow",
                                    "metalog.cli_sql", "metalog.cli_replay",
-                                   "metalog.cli_audit", "metalog.cli_keys")
+                                   "metalog.cli_audit", "metalog.cli_keys",
+                                   "metalog.cli_serve")
 
 EXIT_USAGE = 2
 """A usage error (argparse's own code)."""
