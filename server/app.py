@@ -2,7 +2,8 @@
 
 Routes (docs/http.md): writes under `/v1/catalogs/{catalog}/commands/{kind}`
 (`server.commands`), reads (`server.reads`), SQL reads (`server.sql`), the watch
-stream (`server.watch`), `/healthz`, `/readyz` and `/openapi.json`. Every error
+stream (`server.watch`), `/healthz`, `/readyz`, `/metrics` (`server.metrics`) and
+`/openapi.json`. Every error
 is an RFC 9457 problem (`server.problems`), FastAPI's validation errors included.
 """
 
@@ -16,31 +17,42 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
+from prometheus_client import CollectorRegistry
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from events.errors import MetalogError
+from projector.telemetry import respond
 from server import commands, reads, sql, watch
 from server.catalogs import Catalogs, ServerSettings
 from server.errors import BadRequest, BodyTooLarge, NotFound, RequestInvalid, ServerError
 from server.health import Readiness
+from server.metrics import Measured, ServerMetrics
 from server.problems import Problem, problem
 
 log = logging.getLogger(__name__)
 
 
-def create_app(settings: ServerSettings, *, leader_group: str | None = None) -> FastAPI:
+def create_app(
+    settings: ServerSettings,
+    *,
+    leader_group: str | None = None,
+    registry: CollectorRegistry | None = None,
+) -> FastAPI:
     """The API for `settings`' catalogs; followers and clients start on first use.
 
     Args:
         settings: The cluster, the catalogs served and the limits.
         leader_group: The leaders' consumer group `/readyz` looks for (default
             `{prefix}-leaders`).
+        registry: Where the server's metrics register (`/metrics` renders it);
+            None: a registry of its own.
     """
-    catalogs = Catalogs(settings)
-    hub = watch.Hub(catalogs)
+    metrics = ServerMetrics(registry)
+    catalogs = Catalogs(settings, metrics.followers)
+    hub = watch.Hub(catalogs, metrics.watches)
     readiness = Readiness(catalogs, leader_group)
 
     @asynccontextmanager
@@ -75,8 +87,15 @@ def create_app(settings: ServerSettings, *, leader_group: str | None = None) -> 
         report = await run_in_threadpool(readiness.check)
         return JSONResponse(report, status_code=200 if report["ready"] else 503)
 
+    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
+    async def prometheus() -> Response:
+        """The server's and its followers' metrics, in Prometheus' text format."""
+        page = await run_in_threadpool(respond, "/metrics", metrics.registry)
+        return Response(page.body, status_code=page.status, media_type=page.content_type)
+
     _handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body)
+    app.add_middleware(Measured, metrics=metrics)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

@@ -17,6 +17,7 @@ from producers.client.client import MetadataClient
 from producers.decide.rules import validate
 from producers.errors import InvalidName
 from projector.follower.follower import Follower
+from projector.follower.metrics import FollowerMetrics
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from server.errors import CatalogNotServed
 
@@ -59,10 +60,16 @@ class ServerSettings:
 
 
 class Catalogs:
-    """The clients and followers of the served catalogs; thread-safe; `close()` stops them."""
+    """The clients and followers of the served catalogs; thread-safe; `close()` stops them.
 
-    def __init__(self, settings: ServerSettings) -> None:
+    Args:
+        settings: What is served, and how.
+        metrics: The collectors every follower is bound to (None: a private one each).
+    """
+
+    def __init__(self, settings: ServerSettings, metrics: FollowerMetrics | None = None) -> None:
         self.settings = settings
+        self.metrics = metrics
         self._clients: dict[str, MetadataClient] = {}
         self._followers: dict[str, Follower] = {}
         self._lock = threading.Lock()
@@ -114,7 +121,7 @@ class Catalogs:
                 return made
             made = self._followers[name] = Follower(
                 s.bootstrap, name, topics=s.topics, security=s.read_security,
-                history_limit=s.history_limit,
+                history_limit=s.history_limit, metrics=self.metrics,
             ).start()  # fmt: skip
         made.wait_caught_up(s.wait_timeout)
         return made

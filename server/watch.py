@@ -20,6 +20,7 @@ import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from prometheus_client import Gauge
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
@@ -42,8 +43,9 @@ CHUNK = 256
 class Hub:
     """The `Changes` of each watched catalog, made in the event loop on the first watch."""
 
-    def __init__(self, catalogs: Catalogs) -> None:
+    def __init__(self, catalogs: Catalogs, watches: Gauge) -> None:
         self.catalogs = catalogs
+        self.watches = watches
         self._changes: dict[str, Changes] = {}
 
     async def changes(self, catalog: str) -> Changes:
@@ -94,9 +96,11 @@ class WatchStream(Response):
     media_type = NDJSON
 
     def __init__(self, changes: Changes, index: int, key_prefix: str | None,
-                 settings: ServerSettings, resource_version: int) -> None:  # fmt: skip
+                 settings: ServerSettings, resource_version: int,
+                 watches: Gauge) -> None:  # fmt: skip
         super().__init__(status_code=200, media_type=NDJSON)
         self.changes = changes
+        self.watches = watches
         self.index = index
         self.key_prefix = key_prefix
         self.settings = settings
@@ -110,6 +114,7 @@ class WatchStream(Response):
                                 (b"x-accel-buffering", b"no")]})  # fmt: skip
         gone = asyncio.Event()
         listener = asyncio.create_task(_listen(receive, gone))
+        self.watches.inc()
         try:
             ended = await self._stream(send, gone)
             if ended is not None and not gone.is_set():
@@ -119,6 +124,7 @@ class WatchStream(Response):
         except (TimeoutError, OSError) as exc:
             log.info("watch of %s dropped: %s", self.changes.catalog, exc or type(exc).__name__)
         finally:
+            self.watches.dec()
             listener.cancel()
 
     async def _stream(self, send: Send, gone: asyncio.Event) -> MetalogError | None:
@@ -195,6 +201,6 @@ def router(catalogs: Catalogs, hub: Hub) -> APIRouter:
         except ResourceVersionTooOld as exc:
             return problem(exc)
         return WatchStream(changes, index, key_prefix, catalogs.settings,
-                           now if wanted is None else wanted)
+                           now if wanted is None else wanted, hub.watches)
 
     return routes
