@@ -28,10 +28,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from events.checkpoint import Checkpoint
 from events.errors import DecodeError
 from events.event import GENESIS_HASH
-from projector.audit.complete import Expected, Reached, shortfall
+from projector.audit.complete import UNKNOWN, Expected, Reached, shortfall
 from projector.audit.fast import checked
 from projector.audit.faults import CatalogSummary, Fault, FaultKind, Report
-from projector.audit.inserted import SEARCH_LIMIT, Seen, find_inserted
+from projector.audit.inserted import SEARCH_LIMIT, Seen, rewritten
 from projector.audit.manifest import Contents, Extent
 from projector.audit.raw import NotAnEvent, RawEvent, parse
 from projector.errors import ApplyError, SequenceGap, StaleLeader
@@ -173,7 +173,8 @@ class Verifier:
             raw = parse(data)
         except NotAnEvent as exc:
             if self._gap is None:
-                self._fail("modified", "?", partition, offset, -1, f"not an event: {exc}")
+                self.report.fault = Fault("modified", UNKNOWN, partition, offset, -1,
+                                          f"not an event: {exc}")  # fmt: skip
             return
         if self._only is not None and raw.catalog != self._only:
             self._others.add(raw.catalog.encode())
@@ -291,8 +292,8 @@ class Verifier:
         if raw.computed != raw.hash:
             return self._at(seen, "modified", "its bytes are not what its hash was computed over")
         if at > expected:
-            fault = self._fault(seen, "deleted", f"resource_version {expected}..{at - 1} is "
-                                f"missing before it", expected)  # fmt: skip
+            fault = seen.fault("deleted", f"resource_version {expected}..{at - 1} is "
+                              f"missing before it", expected)  # fmt: skip
             self._gap, self._lookahead = (raw.catalog, expected, fault, seen), 0
             return None
         if at < expected:
@@ -322,7 +323,9 @@ class Verifier:
         for kept in state.kept.get(at, ()):
             if raw.hash != kept.chain_hash:
                 state.window.append((seen.partition, seen.offset, seen.data))
-                return self._rewritten(state, kept.resource_version, kept.chain_hash, None)
+                self.report.fault = rewritten(state.base, state.window, kept.resource_version,
+                                              kept.chain_hash, None)  # fmt: skip
+                return None
             state.kept_found.add(at)
         if raw.intent == "CheckpointSigned":
             state.base, state.window = (at, raw.hash), []
@@ -362,33 +365,13 @@ class Verifier:
             return False
         covered = raw.resource_version - 1
         if checkpoint.resource_version != covered or checkpoint.chain_hash != raw.prev_hash:
-            self._rewritten(state, checkpoint.resource_version, checkpoint.chain_hash, seen)
+            self.report.fault = rewritten(state.base, state.window, checkpoint.resource_version,
+                                          checkpoint.chain_hash, seen)  # fmt: skip
             return False
         if self._key is not None:
             state.summary.signed_through = covered
         state.latest, state.unsigned_election = checkpoint, None
         return True
-
-    def _rewritten(
-        self, state: _Catalog, signed_rv: int, signed_hash: bytes, checkpoint: Seen | None
-    ) -> None:
-        """A signature disagrees with the chain: how did the window since the last good one move?"""
-        base_rv, _ = state.base
-        window = [Seen(p, o, data, parse(data)) for p, o, data in state.window]
-        where = (
-            f"the checkpoint signed resource_version {signed_rv} with a chain hash the log "
-            f"does not have: history after resource_version {base_rv} was rewritten"
-        )
-        moved = None if checkpoint is None else checkpoint.raw.resource_version - 1 - signed_rv
-        if moved is None or moved > 0:
-            inserted = find_inserted(state.base, window, signed_rv, signed_hash)
-            if inserted is not None:
-                self._at(inserted, "inserted", f"{where}; without this record the chain matches")
-                return
-        kind: FaultKind = "modified" if not moved else ("inserted" if moved > 0 else "deleted")
-        first = window[0] if window else checkpoint
-        assert first is not None
-        self._at(first, kind, f"{where} (the first record after it is named)")
 
     def _folds(self, state: _Catalog, partition: int, offset: int, data: bytes,
                raw: RawEvent | None = None) -> bool:  # fmt: skip
@@ -424,14 +407,5 @@ class Verifier:
 
     # -- faults -----------------------------------------------------------------
 
-    def _fault(self, seen: Seen, kind: FaultKind, reason: str, rv: int | None = None) -> Fault:
-        at = seen.raw.resource_version if rv is None else rv
-        return Fault(kind, seen.raw.catalog, seen.partition, seen.offset, at, reason)
-
     def _at(self, seen: Seen, kind: FaultKind, reason: str) -> None:
-        self.report.fault = self._fault(seen, kind, reason)
-
-    def _fail(
-        self, kind: FaultKind, catalog: str, partition: int, offset: int, rv: int, reason: str
-    ) -> None:
-        self.report.fault = Fault(kind, catalog, partition, offset, rv, reason)
+        self.report.fault = seen.fault(kind, reason)
