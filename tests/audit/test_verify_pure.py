@@ -18,7 +18,8 @@ from tests.audit.tamper import KEY, OTHER_KEY, events, forged_reload, rechain, s
 
 
 def verify(records: Sequence[bytes], key: bool = True, kept: Checkpoint | None = None) -> Report:
-    verifier = Verifier(public_key=KEY.public_key() if key else None, kept=kept)
+    notes = None if kept is None else {"kept.note": kept}
+    verifier = Verifier(public_key=KEY.public_key() if key else None, kept=notes)
     for offset, record in enumerate(records):
         verifier.feed(0, offset, record)
     return verifier.finish()
