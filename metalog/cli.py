@@ -24,12 +24,13 @@ from events.errors import MetalogError
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
 from producers.kafka.errors import kafka_error
 from projector.audit.faults import AuditFailed
-from projector.errors import AccessDenied, CredentialsError, FollowerStopped
+from projector.errors import AccessDenied, BundleDamaged, CredentialsError, FollowerStopped
 
 COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader",
                                    "metalog.cli_project", "metalog.cli_follow",
                                    "metalog.cli_sql", "metalog.cli_replay",
-                                   "metalog.cli_audit", "metalog.cli_keys")
+                                   "metalog.cli_audit", "metalog.cli_keys",
+                                   "metalog.cli_serve")
 
 EXIT_USAGE = 2
 """A usage error (argparse's own code)."""
@@ -45,6 +46,7 @@ EXIT_CODES: tuple[tuple[type[MetalogError], int], ...] = (
     (LeaderUnavailable, 69),  # EX_UNAVAILABLE: the cluster or its topics cannot be reached
     (FollowerStopped, 69),  # the read side lost the cluster
     (AuditFailed, 65),  # EX_DATAERR: the log does not verify
+    (BundleDamaged, 65),  # a bundle whose manifest, record file or note is missing or unreadable
     (AccessDenied, 77),  # EX_NOPERM: the cluster refused this principal
     (CredentialsError, 78),  # EX_CONFIG: no usable credentials file
     (MetalogError, 1),

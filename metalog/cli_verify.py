@@ -38,12 +38,19 @@ def _source(args: argparse.Namespace) -> tuple[Iterator[Record], dict[int, int]]
     return log.hashed_records(), log.ends
 
 
-def _batches(args: argparse.Namespace) -> Iterator[Batch]:
-    """`_source`'s records a batch at a time (the topic's as its reader takes them)."""
+def _verifier(args: argparse.Namespace, key: Any, fold: bool) -> tuple[Verifier, Iterator[Batch]]:
+    """The verifier of the log to read and its records a batch at a time (the topic's as its
+    reader takes them). A bundle's own checkpoint notes are kept notes, as `--against` is,
+    and its records must be all its manifest says."""
+    kept = {} if not getattr(args, "against", None) else {args.against: _kept(args.against)}
     if getattr(args, "bundle", None):
-        return batched(_source(args)[0])
-    topic = Topics(args.prefix).events
-    return TopicLog(args.bootstrap, topic, security(args, "follower")).batches()
+        bundle = Bundle(Path(args.bundle))
+        kept.update(bundle.notes())
+        records = ((p, o, v, False) for p, o, v in bundle.records())
+        return (Verifier(key, kept, args.catalog, fold, bundle.contents, bundle.ends),
+                batched(records))  # fmt: skip
+    log = TopicLog(args.bootstrap, Topics(args.prefix).events, security(args, "follower"))
+    return Verifier(key, kept, args.catalog, fold, ends=log.ends), log.batches()
 
 
 def _public_key(args: argparse.Namespace) -> tuple[Any, str]:
@@ -57,26 +64,25 @@ def _public_key(args: argparse.Namespace) -> tuple[Any, str]:
     return None, ""
 
 
-def _kept(args: argparse.Namespace) -> Checkpoint | None:
-    if not args.against:
-        return None
+def _kept(path: str) -> Checkpoint:
     try:
-        text = Path(args.against).read_text("utf-8")
+        text = Path(path).read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise KeyFileError(f"cannot read the checkpoint note {args.against}: {exc}") from exc
+        raise KeyFileError(f"cannot read the checkpoint note {path}: {exc}") from exc
     return parse_note(text)
 
 
-def _run(args: argparse.Namespace, verifier: Verifier) -> tuple[Report, float]:
+def _run(args: argparse.Namespace, key: Any, fold: bool) -> tuple[Verifier, Report, float]:
     progress = LongProgress(Console(stderr=True), "verifying", "records")
     started = time.perf_counter()
+    verifier, batches = _verifier(args, key, fold)
     try:
-        report = verify_batches(counted(_batches(args), progress, _records), verifier)
+        report = verify_batches(counted(batches, progress, _records), verifier)
     except KafkaException as exc:
         raise kafka_error(exc, args.bootstrap) from exc
     finally:
         progress.close()
-    return report, time.perf_counter() - started
+    return verifier, report, time.perf_counter() - started
 
 
 def _records(batch: Batch) -> int:
@@ -109,8 +115,7 @@ def report_document(report: Report, seconds: float, key_source: str) -> dict[str
 
 def _verify(args: argparse.Namespace) -> int:
     key, key_source = _public_key(args)
-    verifier = Verifier(key, _kept(args), args.catalog, fold=not args.skip_fold)
-    report, seconds = _run(args, verifier)
+    _, report, seconds = _run(args, key, fold=not args.skip_fold)
     if args.json:
         print_json(report_document(report, seconds, key_source))
     if report.fault is not None:
@@ -129,8 +134,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _checkpoint(args: argparse.Namespace) -> int:
     key, _ = _public_key(args)
-    verifier = Verifier(key, None, args.catalog, fold=False)
-    report, _ = _run(args, verifier)
+    verifier, report, _ = _run(args, key, fold=False)
     if report.fault is not None:
         raise AuditFailed(report.fault)
     catalog = args.catalog or _only_catalog(report)
@@ -186,7 +190,7 @@ def _export(args: argparse.Namespace) -> int:
     except KafkaException as exc:
         raise kafka_error(exc, args.bootstrap) from exc
     document = {"path": args.to, "records": manifest["records"],
-                "catalogs": manifest["catalogs"], "checkpoints": len(latest),
+                "catalogs": sorted(manifest["catalogs"]), "checkpoints": len(latest),
                 "public_key": key is not None}  # fmt: skip
     if args.json:
         print_json(document)

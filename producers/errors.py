@@ -160,10 +160,17 @@ class VersionConflict(CommandRejected):
     """
 
     @classmethod
-    def of_table(cls, name: str, expected: int, current: int) -> VersionConflict:
-        """A table is not at the version the caller read."""
+    def of_table(
+        cls, name: str, expected: int, current: int, table_id: int | None = None
+    ) -> VersionConflict:
+        """A table is not at the version the caller read (`table_id`: the id the name has now).
+
+        A name's versions go on across the ids it points to, so a version read
+        for the name before a truncate, exchange or re-create never matches.
+        """
+        held = "" if table_id is None else f" (table id {table_id})"
         return cls(
-            f"table `{name}` is at version {current}, not {expected}: re-read it and retry",
+            f"table `{name}` is at version {current}, not {expected}{held}: re-read it and retry",
             current_version=current,
         )
 

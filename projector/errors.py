@@ -160,6 +160,15 @@ class ReplayError(MetalogError):
     """A replay point or a table to follow is malformed or outside the catalog's log."""
 
 
+class BundleError(MetalogError):
+    """A directory that is not a readable bundle, or one that cannot be written."""
+
+
+class BundleDamaged(BundleError):
+    """A bundle whose own parts are missing or unreadable: its manifest, a record file,
+    a checkpoint note. It does not verify (the command exits 65, as for a fault)."""
+
+
 # -- operations: metrics, health, traces --------------------------------------
 
 

@@ -19,7 +19,8 @@ FaultKind = Literal[
 - inserted: a record that does not belong (a repeated resource_version, or an
   extra record hidden by a recomputed chain);
 - reordered: records out of resource_version order;
-- truncated: the log ends before a kept checkpoint;
+- truncated: the log ends before a kept checkpoint, or a bundle's records before
+  its manifest says (`projector.audit.complete`);
 - forged: a checkpoint whose signature does not verify with the public key;
 - stale leader: an event whose leader_epoch is not the elected one;
 - unsigned: a key is required and a leader_epoch holds no valid checkpoint.
@@ -35,7 +36,8 @@ class Fault:
         catalog: Its catalog.
         partition: Its events partition.
         offset: Its offset (for `truncated`: the offset after the catalog's
-            last record, where the missing ones should follow).
+            last record, where the missing ones should follow; -1 where no offset is
+            known: docs/cli.md lists each case).
         resource_version: The resource_version it has or should have.
         reason: What was found, in words.
     """

@@ -1,4 +1,8 @@
-"""The record inserted under a recomputed chain, found by re-hashing a checkpoint's window.
+"""History rewritten under a recomputed chain: the kind of fault, and the record inserted.
+
+A signature that disagrees with the chain shows how the window since the last good
+checkpoint moved (`rewritten`): moved up = `inserted`, down = `deleted`, not at all =
+`modified`.
 
 A chain recomputed over history with one record inserted reaches a later checkpoint
 one resource_version late. The window since the last good checkpoint is re-chained
@@ -11,7 +15,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from projector.audit.raw import RawEvent, rechained
+from projector.audit.faults import Fault, FaultKind
+from projector.audit.raw import RawEvent, parse, rechained
 
 SEARCH_LIMIT = 5_000
 """The longest unsigned window searched for one inserted record (the search is quadratic)."""
@@ -24,6 +29,35 @@ class Seen(NamedTuple):
     offset: int
     data: bytes
     raw: RawEvent
+
+    def fault(self, kind: FaultKind, reason: str, rv: int | None = None) -> Fault:
+        """A fault at this record, at `rv` (the resource_version it should have) or its own."""
+        at = self.raw.resource_version if rv is None else rv
+        return Fault(kind, self.raw.catalog, self.partition, self.offset, at, reason)
+
+
+def rewritten(
+    base: tuple[int, bytes], records: list[tuple[int, int, bytes]], signed_rv: int,
+    signed_hash: bytes, checkpoint: Seen | None,
+) -> Fault:  # fmt: skip
+    """A signature (a checkpoint's, or a kept note's when `checkpoint` is None) disagrees with
+    the chain: the fault, from how the window since `base` (the last good checkpoint's
+    resource_version and hash; its `records`: partition, offset, bytes) moved."""
+    base_rv, _ = base
+    window = [Seen(p, o, data, parse(data)) for p, o, data in records]
+    where = (
+        f"the checkpoint signed resource_version {signed_rv} with a chain hash the log "
+        f"does not have: history after resource_version {base_rv} was rewritten"
+    )
+    moved = None if checkpoint is None else checkpoint.raw.resource_version - 1 - signed_rv
+    if moved is None or moved > 0:
+        inserted = find_inserted(base, window, signed_rv, signed_hash)
+        if inserted is not None:
+            return inserted.fault("inserted", f"{where}; without this record the chain matches")
+    kind: FaultKind = "modified" if not moved else ("inserted" if moved > 0 else "deleted")
+    first = window[0] if window else checkpoint
+    assert first is not None
+    return first.fault(kind, f"{where} (the first record after it is named)")
 
 
 def find_inserted(

@@ -7,7 +7,8 @@ go up), the per-table version sequence, and every checkpoint: its signature
 (with a public key), that it signs the chain where it stands, and, with a key,
 that every leader_epoch holds one (its leader signs right after its election).
 With `fold` on, every event then goes through the Python fold, which re-checks
-its requirements and the publication order. A kept checkpoint note must still be in the log.
+its requirements and the publication order. Every kept checkpoint note must still be in
+the log, and a bundle's records must be all its manifest says (`projector.audit.complete`).
 
 Kinds of fault are told apart by what the log shows (docs/audit.md): a jump
 in resource_versions is `deleted`, or `reordered` when the missing one turns
@@ -19,7 +20,7 @@ moved = `modified`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -27,9 +28,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from events.checkpoint import Checkpoint
 from events.errors import DecodeError
 from events.event import GENESIS_HASH
+from projector.audit.complete import UNKNOWN, Expected, Reached, shortfall
 from projector.audit.fast import checked
 from projector.audit.faults import CatalogSummary, Fault, FaultKind, Report
-from projector.audit.inserted import SEARCH_LIMIT, Seen, find_inserted
+from projector.audit.inserted import SEARCH_LIMIT, Seen, rewritten
+from projector.audit.manifest import Contents, Extent
 from projector.audit.raw import NotAnEvent, RawEvent, parse
 from projector.errors import ApplyError, SequenceGap, StaleLeader
 from projector.fold.apply import Folding
@@ -41,6 +44,11 @@ LOOKAHEAD = 10_000
 
 _CONTROL = frozenset({"LeaderElected", "CheckpointSigned"})
 """The intents the checks read further than the envelope (`feed` reads them with `parse`)."""
+NAME_TAKING_INTENTS = frozenset(
+    {"TableCreated", "TableRecovered", "TableRenamed", "TableTruncated", "PartitionExchanged"}
+)
+"""The intents that may give a table id a name: its version may jump to the name's next
+(docs/design.md, "version"); the fold checks the number."""
 
 
 @dataclass(slots=True)
@@ -58,7 +66,13 @@ class _Catalog:
     window: list[tuple[int, int, bytes]] = field(default_factory=list)
     """The records since `base` (partition, offset, bytes): read again only if a checkpoint
     disagrees with the chain."""
-    kept_found: bool = False
+    kept: dict[int, list[Checkpoint]] = field(default_factory=dict)
+    """The kept notes of the catalog, by the resource_version each covers."""
+    kept_found: set[int] = field(default_factory=set)
+    end: int | None = None
+    """The last resource_version a bundle's manifest says the catalog has (None: unknown)."""
+    stops: frozenset[int] = frozenset()
+    """The resource_versions the fast path leaves to `_check`: kept notes', and `end + 1`."""
     latest: Checkpoint | None = None
 
 
@@ -68,20 +82,26 @@ class Verifier:
     Args:
         public_key: Checks every checkpoint's signature, and requires every
             leader_epoch to be signed at its election; None checks no signature.
-        kept: A checkpoint note an outsider kept: the log must still contain it.
+        kept: Checkpoint notes kept (an outsider's, a bundle's own), by where each came
+            from: the log must still contain each.
         catalog: Verify this catalog only (the others' records are skipped).
         fold: Re-check every event through the fold (requirements, publication order).
+        contents: What a bundle's manifest says its records hold: they must hold it all.
+        ends: Each partition's end offset, read at `finish` (a reader may fill it as the
+            records stream): places a catalog with no record by its name.
     """
 
     def __init__(
         self,
         public_key: Ed25519PublicKey | None = None,
-        kept: Checkpoint | None = None,
+        kept: Mapping[str, Checkpoint] | None = None,
         catalog: str | None = None,
         fold: bool = True,
+        contents: Contents | None = None,
+        ends: Mapping[int, int] | None = None,
     ) -> None:
         self._key = public_key
-        self._kept = kept
+        self._expected = Expected(contents, kept, ends, catalog)
         self._only = catalog
         self._fold = fold
         self._catalogs: dict[str, _Catalog] = {}
@@ -90,11 +110,14 @@ class Verifier:
         self.report = Report(signatures_checked=public_key is not None, fold_checked=fold)
         self._gap: tuple[str, int, Fault, Seen] | None = None
         self._lookahead = 0
-        if kept is not None and public_key is not None and not kept.verifies(public_key):
-            self.report.fault = Fault(
-                "forged", kept.catalog, -1, -1, kept.resource_version,
-                "the kept checkpoint note is not signed by this public key",
-            )  # fmt: skip
+        self._read: dict[int, list[int]] = {}  # per partition: records, first, last offset
+        for source, note in (kept or {}).items():
+            if public_key is not None and not note.verifies(public_key):
+                self.report.fault = Fault(  # a note, not a record: no partition nor offset
+                    "forged", note.catalog, -1, -1, note.resource_version,
+                    f"the kept checkpoint note {source} is not signed by this public key",
+                )  # fmt: skip
+                break
 
     @property
     def done(self) -> bool:
@@ -112,6 +135,7 @@ class Verifier:
         """
         if self.report.fault is not None:
             return
+        self._count(partition, offset, offset, 1)
         if not self._fold and self._gap is None and self._quick(
             partition, (offset,), (data,), b"\x01" if hashed else b"\x00", 0
         ) == 1:  # fmt: skip
@@ -129,6 +153,8 @@ class Verifier:
             hashed: Per record, 1: the reader found `fast.matches` true; else 0.
         """
         index, count = 0, len(values)
+        if count:
+            self._count(partition, offsets[0], offsets[-1], count)
         while index < count and self.report.fault is None:
             if self._gap is None:
                 index = self._quick(partition, offsets, values, hashed, index)
@@ -137,6 +163,14 @@ class Verifier:
             self._one(partition, offsets[index], values[index])
             index += 1
 
+    def _count(self, partition: int, first: int, last: int, records: int) -> None:
+        read = self._read.get(partition)
+        if read is None:
+            self._read[partition] = [records, first, last]
+        else:
+            read[0] += records
+            read[2] = last
+
     def _one(self, partition: int, offset: int, data: bytes) -> None:
         """Check a record step by step (`feed`'s exact path, which names a fault)."""
         self.report.records += 1
@@ -144,7 +178,8 @@ class Verifier:
             raw = parse(data)
         except NotAnEvent as exc:
             if self._gap is None:
-                self._fail("modified", "?", partition, offset, -1, f"not an event: {exc}")
+                self.report.fault = Fault("modified", UNKNOWN, partition, offset, -1,
+                                          f"not an event: {exc}")  # fmt: skip
             return
         if self._only is not None and raw.catalog != self._only:
             self._others.add(raw.catalog.encode())
@@ -152,16 +187,34 @@ class Verifier:
         if self._gap is not None:
             self._look_for_missing(raw)
             return
-        state = self._catalogs.get(raw.catalog)
-        if state is None:
-            state = self._catalogs[raw.catalog] = _Catalog(
-                CatalogSummary(raw.catalog), Folding(Image.empty(raw.catalog))
-            )
-            self.report.catalogs[raw.catalog] = state.summary
-            self._by_name[raw.catalog.encode()] = state
         seen = Seen(partition, offset, data, raw)
+        state = self._catalogs.get(raw.catalog) or self._start(seen)
+        if state is None:
+            return
         self._check(state, seen)
         state.partition, state.next_offset = partition, offset + 1
+
+    def _start(self, seen: Seen) -> _Catalog | None:
+        """The state of a catalog at its first record; None (a fault) when the bundle's
+        manifest lists every catalog and not this one."""
+        catalog, contents = seen.raw.catalog, self._expected.contents
+        extent = None if contents is None else contents.catalogs.get(catalog)
+        if contents is not None and contents.detailed and extent is None:
+            self._at(seen, "inserted", f"the bundle's manifest names no catalog `{catalog}`")
+            return None
+        state = self._catalogs[catalog] = _Catalog(
+            CatalogSummary(catalog), Folding(Image.empty(catalog))
+        )
+        for note in (self._expected.kept or {}).values():
+            if note.catalog == catalog:
+                state.kept.setdefault(note.resource_version, []).append(note)
+        state.end = None if extent is None else extent.resource_version
+        state.stops = frozenset(
+            [*state.kept, *(() if state.end is None else (state.end + 1,))]
+        )
+        self.report.catalogs[catalog] = state.summary
+        self._by_name[catalog.encode()] = state
+        return state
 
     def _quick(self, partition: int, offsets: Sequence[int], values: Sequence[bytes],
                hashed: bytes, index: int) -> int:  # fmt: skip
@@ -172,7 +225,7 @@ class Verifier:
         record would cost a fifth of the pass. With `fold` on, a record that passes goes
         through the fold too; if the fold fails, that names the fault (the batch's end is
         returned)."""
-        report, kept, by_name, others = self.report, self._kept, self._by_name, self._others
+        report, by_name, others = self.report, self._by_name, self._others
         fold = self._fold
         for index in range(index, len(values)):  # noqa: B020  # returns the index it stops at
             data = values[index]
@@ -189,9 +242,7 @@ class Verifier:
             summary, versions = state.summary, state.versions
             if (
                 rv != summary.resource_version + 1 or epoch != summary.leader_epoch
-                or prev != state.last_hash or intent in _CONTROL
-                or (kept is not None and kept.resource_version == rv
-                    and kept.catalog == summary.catalog)
+                or prev != state.last_hash or intent in _CONTROL or rv in state.stops
             ):  # fmt: skip
                 return index
             for table_id, version in tables:
@@ -224,16 +275,12 @@ class Verifier:
                 if state.unsigned_election is not None:
                     self._unsigned(state.unsigned_election)
                     break
-        kept = self._kept
-        if self.report.fault is None and kept is not None:
-            found = self._catalogs.get(kept.catalog)
-            if found is None or not found.kept_found:
-                partition = -1 if found is None else found.partition
-                end = -1 if found is None else found.next_offset
-                last = 0 if found is None else found.summary.resource_version
-                self._fail("truncated", kept.catalog, partition, end, last + 1,
-                           f"the log ends at resource_version {last}, before the kept "
-                           f"checkpoint at {kept.resource_version}")  # fmt: skip
+        if self.report.fault is None:
+            reached = {name: Reached(s.partition, s.next_offset, s.summary.resource_version,
+                                     frozenset(s.kept_found))
+                       for name, s in self._catalogs.items()}  # fmt: skip
+            read = {p: Extent(p, *r) for p, r in self._read.items()}
+            self.report.fault = shortfall(self._expected, reached, read, self.report.records)
         return self.report
 
     def latest_checkpoint(self, catalog: str) -> Checkpoint | None:
@@ -250,19 +297,24 @@ class Verifier:
         if raw.computed != raw.hash:
             return self._at(seen, "modified", "its bytes are not what its hash was computed over")
         if at > expected:
-            fault = self._fault(seen, "deleted", f"resource_version {expected}..{at - 1} is "
-                                f"missing before it", expected)  # fmt: skip
+            fault = seen.fault("deleted", f"resource_version {expected}..{at - 1} is "
+                              f"missing before it", expected)  # fmt: skip
             self._gap, self._lookahead = (raw.catalog, expected, fault, seen), 0
             return None
         if at < expected:
             return self._at(seen, "inserted", f"resource_version {at} again, after {expected - 1}")
+        if state.end is not None and at > state.end:
+            return self._at(seen, "inserted", f"the bundle's manifest says catalog "
+                            f"`{raw.catalog}` ends at resource_version {state.end}")  # fmt: skip
         if raw.prev_hash != state.last_hash:
             return self._at(seen, "modified", "its prev_hash is not the previous event's hash")
         if not self._leader_ok(state, seen):
             return None
         for table_id, version in raw.tables:
             current = state.versions.get(table_id, 0)
-            if version != current + 1:
+            if version != current + 1 and not (
+                version > current and raw.intent in NAME_TAKING_INTENTS
+            ):
                 # A jump means a change of the table is missing; anything else, a change redone.
                 kind: FaultKind = "deleted" if version > current + 1 else "modified"
                 return self._at(seen, kind, f"table {table_id} goes to version {version} but is "
@@ -275,12 +327,13 @@ class Verifier:
         summary.events += 1
         summary.resource_version = at
         state.last_hash = raw.hash
-        kept = self._kept
-        if kept is not None and kept.catalog == raw.catalog and kept.resource_version == at:
+        for kept in state.kept.get(at, ()):
             if raw.hash != kept.chain_hash:
                 state.window.append((seen.partition, seen.offset, seen.data))
-                return self._rewritten(state, kept.resource_version, kept.chain_hash, None)
-            state.kept_found = True
+                self.report.fault = rewritten(state.base, state.window, kept.resource_version,
+                                              kept.chain_hash, None)  # fmt: skip
+                return None
+            state.kept_found.add(at)
         if raw.intent == "CheckpointSigned":
             state.base, state.window = (at, raw.hash), []
         elif len(state.window) <= SEARCH_LIMIT:
@@ -319,33 +372,13 @@ class Verifier:
             return False
         covered = raw.resource_version - 1
         if checkpoint.resource_version != covered or checkpoint.chain_hash != raw.prev_hash:
-            self._rewritten(state, checkpoint.resource_version, checkpoint.chain_hash, seen)
+            self.report.fault = rewritten(state.base, state.window, checkpoint.resource_version,
+                                          checkpoint.chain_hash, seen)  # fmt: skip
             return False
         if self._key is not None:
             state.summary.signed_through = covered
         state.latest, state.unsigned_election = checkpoint, None
         return True
-
-    def _rewritten(
-        self, state: _Catalog, signed_rv: int, signed_hash: bytes, checkpoint: Seen | None
-    ) -> None:
-        """A signature disagrees with the chain: how did the window since the last good one move?"""
-        base_rv, _ = state.base
-        window = [Seen(p, o, data, parse(data)) for p, o, data in state.window]
-        where = (
-            f"the checkpoint signed resource_version {signed_rv} with a chain hash the log "
-            f"does not have: history after resource_version {base_rv} was rewritten"
-        )
-        moved = None if checkpoint is None else checkpoint.raw.resource_version - 1 - signed_rv
-        if moved is None or moved > 0:
-            inserted = find_inserted(state.base, window, signed_rv, signed_hash)
-            if inserted is not None:
-                self._at(inserted, "inserted", f"{where}; without this record the chain matches")
-                return
-        kind: FaultKind = "modified" if not moved else ("inserted" if moved > 0 else "deleted")
-        first = window[0] if window else checkpoint
-        assert first is not None
-        self._at(first, kind, f"{where} (the first record after it is named)")
 
     def _folds(self, state: _Catalog, partition: int, offset: int, data: bytes,
                raw: RawEvent | None = None) -> bool:  # fmt: skip
@@ -381,14 +414,5 @@ class Verifier:
 
     # -- faults -----------------------------------------------------------------
 
-    def _fault(self, seen: Seen, kind: FaultKind, reason: str, rv: int | None = None) -> Fault:
-        at = seen.raw.resource_version if rv is None else rv
-        return Fault(kind, seen.raw.catalog, seen.partition, seen.offset, at, reason)
-
     def _at(self, seen: Seen, kind: FaultKind, reason: str) -> None:
-        self.report.fault = self._fault(seen, kind, reason)
-
-    def _fail(
-        self, kind: FaultKind, catalog: str, partition: int, offset: int, rv: int, reason: str
-    ) -> None:
-        self.report.fault = Fault(kind, catalog, partition, offset, rv, reason)
+        self.report.fault = seen.fault(kind, reason)

@@ -28,7 +28,7 @@ from events.intents import (
 from events.values import TableInfoValue
 from projector.errors import Divergence, SequenceGap, StaleLeader
 from projector.fold.control import CONTROL_HANDLERS, Changes
-from projector.fold.draft import Draft
+from projector.fold.draft import Draft, NameMove
 from projector.fold.image import Image, PendingChange, PublishMode, table_version
 from projector.fold.packed_events import FORM, unpacked
 
@@ -220,7 +220,7 @@ def _change(image: Image, head: Draft, event: Event) -> Changes:
     """Check a change event against the image, whose head is `head`, and write it there.
 
     Returns:
-        The fields besides the views it changes: max_id and retired_versions.
+        The fields besides the views it changes: max_id, retired_versions, name_versions.
     """
     at = event.resource_version
     for requirement in event.requirements:
@@ -231,14 +231,25 @@ def _change(image: Image, head: Draft, event: Event) -> Changes:
                 "from the leader's; rebuild it from a trusted snapshot and the log",
             )
     retired = image.retired_versions
-    for table in event.tables:
-        current = table_version(head, retired, table.table_id)
+    currents = [table_version(head, retired, table.table_id) for table in event.tables]
+    infos, moves = head.write(event.mutations)
+    names, floors = image.name_versions, _NO_FLOORS
+    if moves:
+        names, floors = _named(names, moves, event, head, retired)
+    for table, current in zip(event.tables, currents, strict=True):
         if table.version != current + 1:
-            raise Divergence(
-                at,
-                f"table {table.table_id} goes to version {table.version} but is at "
-                f"{current}: a change of it is missing or was applied twice",
-            )
+            floor = floors.get(table.table_id)
+            # A table id that takes a name goes on from the name's last version (the
+            # leader's `Image.version_taking_name`); a log written before that rule gave
+            # it its own next version, which the first test accepts.
+            if floor is None or table.version != max(current, floor) + 1:
+                raise Divergence(
+                    at,
+                    f"table {table.table_id} goes to version {table.version} but is at "
+                    f"{current}"
+                    + ("" if floor is None else f" (its new name was last at {floor})")
+                    + ": a change of it is missing or was applied twice",
+                )
     expected_epoch = image.stable_epoch + 1 if image.publish_mode == "auto" else 0
     if event.schema_epoch != expected_epoch:
         raise Divergence(
@@ -246,11 +257,44 @@ def _change(image: Image, head: Draft, event: Event) -> Changes:
             f"schema_epoch {event.schema_epoch} in {image.publish_mode} mode: expected "
             f"{expected_epoch}",
         )
-    highest, partition_ids = _allocated(head.write(event.mutations))
+    highest, partition_ids = _allocated(infos)
     return dict(
         max_id=max(image.max_id, highest),
         retired_versions=_retired(retired, head, event, partition_ids),
+        name_versions=names,
     )
+
+
+def _named(
+    names: Map[tuple[str, str], int],
+    moves: list[NameMove],
+    event: Event,
+    head: Draft,
+    retired: Map[int, int],
+) -> tuple[Map[tuple[str, str], int], dict[int, int]]:
+    """`name_versions` after the event's name moves, and the floor of each id taking a name.
+
+    A table that leaves a name (or is displaced from it) leaves the version this
+    event gives it (`tables`); the name keeps the highest it ever left. An id that
+    takes a name is at least one above the name's version at that point.
+    """
+    versions = {table.table_id: table.version for table in event.tables}
+    floors: dict[int, int] = {}
+    for key, left, took in moves:
+        name = _qualified_name(key)
+        if left is not None:
+            version = versions.get(left) or table_version(head, retired, left)
+            if version > names.get(name, 0):
+                names = names.set(name, version)
+        if took is not None:
+            floors[took] = max(floors.get(took, 0), names.get(name, 0))
+    return names, floors
+
+
+def _qualified_name(key: str) -> tuple[str, str]:
+    """(schema, table) of a `__table_name/{catalog}/{schema}/{table}` key (names hold no `/`)."""
+    schema_name, _, table_name = key.split("/", 2)[-1].partition("/")
+    return schema_name, table_name
 
 
 def _retired(
@@ -332,6 +376,9 @@ def _allocated(infos: list[TableInfoValue]) -> tuple[int, set[int]]:
             highest = max(highest, *partition_ids)
     return highest, partition_ids
 
+
+_NO_FLOORS: dict[int, int] = {}
+"""`_named`'s floors when no name moved: one shared dict, never changed."""
 
 _NO_IDS: set[int] = set()
 """`_allocated`'s partition ids when there are none: one shared set, never changed."""

@@ -8,14 +8,19 @@ from collections.abc import Iterable
 from immutables import Map, MapMutation
 
 from events.changes import Mutation, MutationOp
-from events.keys import DATANODE_TABLE, datanode_table_ids
-from events.values import KeyValue, LabelRuleValue, TableInfoValue
+from events.keys import DATANODE_TABLE, TABLE_NAME, datanode_table_ids
+from events.values import KeyValue, LabelRuleValue, TableInfoValue, TableNameValue
 from projector.fold.layered import LayeredValues, WrittenValues, delete, holds_key, read
-from projector.fold.packing import KEPT_AS_IS, POOLED_INFO, Packed, pack
+from projector.fold.packing import KEPT_AS_IS, POOLED_INFO, Packed, PackedName, pack
 from projector.fold.view import EMPTY_TABLES, RULE_PREFIX, Reads, View
 
 _DATANODE_PREFIX = DATANODE_TABLE + "/"
-_INDEXED_PREFIXES = (_DATANODE_PREFIX, RULE_PREFIX)
+NAME_PREFIX = TABLE_NAME + "/"
+_INDEXED_PREFIXES = (_DATANODE_PREFIX, RULE_PREFIX, NAME_PREFIX)
+
+NameMove = tuple[str, int | None, int | None]
+"""A `__table_name/…` key whose table changed: (key, the id it left, the id it took), None
+for no id (a name freed or a free name taken)."""
 
 
 def mutated(view: View, mutations: Iterable[Mutation]) -> View:
@@ -91,22 +96,27 @@ class Draft(Reads):
         assert self._below is not None
         return key not in self._deleted and holds_key(*self._below, key)
 
-    def write(self, mutations: Iterable[Mutation]) -> list[TableInfoValue]:
+    def write(self, mutations: Iterable[Mutation]) -> tuple[list[TableInfoValue], list[NameMove]]:
         """Apply the mutations in order (a DELETE of an absent key is a no-op).
 
         Returns:
-            The table infos the mutations PUT, in order.
+            The table infos the mutations PUT, in order, and the names whose table
+            changed, in order (what `Image.name_versions` follows).
         """
         written = self._written
         deleted = self._deleted
         settling = self._settling
         changes = self._view.values.changes
         infos: list[TableInfoValue] = []
+        moves: list[NameMove] = []
         put_op = MutationOp.PUT
         for mutation in mutations:
             key = mutation.key
             value = mutation.value
             put = mutation.op is put_op
+            indexed = key.startswith(_INDEXED_PREFIXES)
+            if indexed and key.startswith(NAME_PREFIX):
+                self._move(moves, key, value if put else None)
             if put:
                 assert value is not None
                 if type(value) is not TableInfoValue:
@@ -128,13 +138,22 @@ class Draft(Reads):
             else:
                 written.pop(key, None)
                 deleted[key] = None
-            if key.startswith(_INDEXED_PREFIXES):
+            if indexed:
                 if key.startswith(_DATANODE_PREFIX):
                     if not settling:
                         self._index(key, put)
-                else:
+                elif key.startswith(RULE_PREFIX):
                     self._rule(key[len(RULE_PREFIX) :], value if put else None)
-        return infos
+        return infos, moves
+
+    def _move(self, moves: list[NameMove], key: str, value: object) -> None:
+        """Note a name key's change of table (`value`: what is PUT, None for a DELETE),
+        read before it is written."""
+        held = self._get(key)
+        holder = held.table_id if isinstance(held, PackedName) else None
+        taker = value.table_id if isinstance(value, TableNameValue | PackedName) else None
+        if holder != taker:
+            moves.append((key, holder, taker))
 
     def _index(self, key: str, put: bool) -> None:
         """Add or remove the table of a `__dn_table/{datanode}/{table}` key under its datanode."""

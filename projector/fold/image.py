@@ -77,6 +77,11 @@ class Image:
             that an exchange made a partition: if an exchange makes it a table
             again, its versions go on from there, so a (table_id, version) pair
             never repeats.
+        name_versions: (schema, table) → the highest version a table had when it
+            left that name or was displaced from it (drop, rename away, truncate,
+            exchange): an id that takes the name goes on from there (the rules'
+            `version_taking_name`), so a (name, version) pair never denotes two
+            states (docs/design.md, "version").
     """
 
     catalog: str
@@ -93,6 +98,7 @@ class Image:
     last_hash: bytes = GENESIS_HASH
     max_id: int = 0
     retired_versions: Map[int, int] = field(default_factory=Map)
+    name_versions: Map[tuple[str, str], int] = field(default_factory=Map)
 
     @classmethod
     def empty(cls, catalog: str) -> "Image":

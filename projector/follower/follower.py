@@ -304,6 +304,16 @@ class Follower:
         loop = deliver_changes(history, index, callback, key_prefix)
         return self._watching(Watch(f"metalog-watch-{name}", loop))
 
+    def history(self, catalog: str | None = None) -> History:
+        """The catalog's window of published changes, which `watch` reads from.
+
+        For a server that multiplexes many watchers over one follower without a
+        thread each: a reader keeps its own index (`History.start`, `History.read`).
+        """
+        name = self._name(catalog)
+        self._load()
+        return self._feeds[name].history
+
     def watch_datanode(
         self,
         datanode_id: int,

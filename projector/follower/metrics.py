@@ -115,7 +115,8 @@ def behind(follower: Followed) -> dict[str, Behind]:
 
 
 class FollowerMetrics(Collector):
-    """The collectors of one follower, registered in `registry`.
+    """The collectors of the followers bound to it (one, or one per catalog of a
+    server), registered in `registry`.
 
     Args:
         registry: Where to register (the CLI's, or a library user's own); None
@@ -140,17 +141,17 @@ class FollowerMetrics(Collector):
             "Times the follower stopped because the log does not fit its image, by error type.",
             ["error"], registry=r,
         )  # fmt: skip
-        self._follower: Followed | None = None
+        self._followers: tuple[Followed, ...] = ()
         r.register(self)
 
     def bind(self, follower: Followed) -> None:
-        """Read `follower` at each scrape."""
-        self._follower = follower
+        """Read `follower` at each scrape, beside those bound before."""
+        self._followers = (*self._followers, follower)
 
     def collect(self) -> Iterator[Metric]:
         """The values read from the follower now (called by the registry at each scrape)."""
-        follower = self._follower
-        if follower is None:
+        followers = self._followers
+        if not followers:
             return
         applied = GaugeMetricFamily("metalog_follower_resource_version",
                                     "The resource_version of the published image.",
@@ -166,20 +167,21 @@ class FollowerMetrics(Collector):
         gaps = CounterMetricFamily("metalog_follower_sequence_gaps",
                                    "Times the resource_version sequence broke (held, alerted).",
                                    labels=["catalog"])  # fmt: skip
-        lags = behind(follower)
-        for name, at in follower.published().items():
-            applied.add_metric([name], at.resource_version)
-            records.add_metric([name], lags[name].records)
-            seconds.add_metric([name], lags[name].seconds)
-            stats = follower.stats(name)
-            events.add_metric([name], stats.applied)
-            gaps.add_metric([name], stats.gaps)
-        watches = GaugeMetricFamily("metalog_follower_watches",
-                                    "Watches delivering changes now.", follower.watching())
+        for follower in followers:
+            lags = behind(follower)
+            for name, at in follower.published().items():
+                applied.add_metric([name], at.resource_version)
+                records.add_metric([name], lags[name].records)
+                seconds.add_metric([name], lags[name].seconds)
+                stats = follower.stats(name)
+                events.add_metric([name], stats.applied)
+                gaps.add_metric([name], stats.gaps)
+        watches = GaugeMetricFamily("metalog_follower_watches", "Watches delivering changes now.",
+                                    sum(f.watching() for f in followers))  # fmt: skip
+        reading = all(f.connected and f.failure is None for f in followers)
         up = GaugeMetricFamily("metalog_follower_up",
-                               "1 while the follower reads the log, 0 once it stopped or before "
-                               "it connected.",
-                               int(follower.connected and follower.failure is None))  # fmt: skip
+                               "1 while the followers read the log, 0 once one stopped or before "
+                               "it connected.", int(reading))  # fmt: skip
         yield from (applied, records, seconds, events, gaps, watches, up)
 
 

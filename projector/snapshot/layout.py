@@ -7,14 +7,19 @@ writes it; `projector.snapshot.load` and `projector.snapshot.cold` read it.
 
 import pyarrow as pa
 
-FORMAT = 3
-"""Bumped whenever the layout changes; other formats are refused, never misread.
+FORMAT = 4
+"""Bumped whenever the layout changes; formats not in `READABLE` are refused, never misread.
 
+4: the image's `name_versions` in the metadata (a format-3 snapshot loads with the
+ones its dropped tables show: `projector.snapshot.store`).
 3: the image's `retired_versions` in the metadata (a format-2 image lacks
 them, and a loaded image must equal the replay); the pending section's
 `epoch` column is named `schema_epoch`, the metadata's `table_epochs`
 `table_schema_epochs`.
 """
+
+READABLE = frozenset({3, FORMAT})
+"""The formats a snapshot is read in (the layout of rows is the same in both)."""
 
 HEAD, PUBLISHED, PENDING, DEFINITIONS = range(4)
 """Sections: the head view, the published view (only when it differs), pending, columns."""

@@ -35,10 +35,11 @@ from immutables import Map
 from events.errors import DecodeError
 from projector.errors import SnapshotError
 from projector.fold.image import Image
+from projector.fold.view import View
 from projector.heap import collector_paused
 from projector.snapshot.arrow import system_allocator
 from projector.snapshot.columns import image_batches
-from projector.snapshot.layout import FORMAT, SCHEMA
+from projector.snapshot.layout import FORMAT, READABLE, SCHEMA
 from projector.snapshot.load import load_views
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ def _read(path: Path) -> tuple[Image, Position]:
         raise SnapshotError(
             f"{path}: not a metalog snapshot ({type(exc).__name__}: {exc})"
         ) from exc
-    if meta.get("format") != FORMAT:
+    if meta.get("format") not in READABLE:
         raise SnapshotError(
             f"{path}: snapshot format {meta.get('format')} is not {FORMAT} (written by another "
             "metalog version): skipped; delete it once a newer snapshot exists"
@@ -211,7 +212,10 @@ def read_partition_mark(directory: Path, topic: str, partition: int) -> Partitio
         document = json.loads(path.read_bytes())
         stored_topic, stored_partition, next_offset = document["position"]
         catalogs = tuple(str(name) for name in document["catalogs"])
-        if document["format"] != FORMAT or (stored_topic, stored_partition) != (topic, partition):
+        if document["format"] not in READABLE or (stored_topic, stored_partition) != (
+            topic,
+            partition,
+        ):
             raise ValueError(f"format {document['format']} of {stored_topic}/{stored_partition}")
     except _ERRORS as exc:
         log.warning("skipping partition mark %s: %s", path, exc)
@@ -239,6 +243,23 @@ def _verify_checksum(path: Path) -> None:
         raise SnapshotError(f"{path}: cannot read it ({exc})") from exc
     if actual != expected:
         raise SnapshotError(f"{path}: sha256 {actual} is not {expected}: the file is corrupt")
+
+
+def _name_versions(meta: dict[str, Any], head: View) -> Map[tuple[str, str], int]:
+    """The image's `name_versions`; for a format-3 snapshot, what its dropped tables show.
+
+    Format 3 predates them: each dropped (not purged) table left its name at its
+    removed info's version, so that much is known; a name freed by a rename, a
+    truncate, an exchange or a purged drop before the snapshot is not (write a new
+    snapshot from a replay of the log to have them all).
+    """
+    if meta["format"] != 3:
+        return Map({(str(s), str(t)): int(v) for s, t, v in meta["name_versions"]})
+    names: dict[tuple[str, str], int] = {}
+    for info in head.dropped_tables():
+        name = (info.schema_name, info.table_name)
+        names[name] = max(names.get(name, 0), info.version)
+    return Map(names)
 
 
 def _sha256(path: Path) -> str:
@@ -278,6 +299,7 @@ def _meta(image: Image, position: Position) -> dict[str, Any]:
         "last_hash": image.last_hash.hex(),
         "max_id": image.max_id,
         "retired_versions": sorted(image.retired_versions.items()),
+        "name_versions": sorted([*name, v] for name, v in image.name_versions.items()),
         "published_is_head": image.published is image.head,
         "position": [position.topic, position.partition, position.next_offset],
     }
@@ -308,6 +330,7 @@ def _load(parquet: pq.ParquetFile, meta: dict[str, Any]) -> tuple[Image, Positio
         last_hash=bytes.fromhex(meta["last_hash"]),
         max_id=meta["max_id"],
         retired_versions=Map({int(k): int(v) for k, v in meta["retired_versions"]}),
+        name_versions=_name_versions(meta, head),
     )
     topic, partition, next_offset = meta["position"]
     return image, Position(topic, int(partition), int(next_offset))

@@ -35,14 +35,15 @@ def lifecycle() -> LocalCatalog:
 
 
 EXPECTED_U = [
-    # (rv, table id after, version after, statement)
+    # (rv, table id after, version after, statement); a new id takes `u` above the
+    # version the id before leaves it at (issue 50: versions go on per name)
     (2, 1, 1, "CREATE TABLE public.t"),
     (3, 1, 2, "RENAME TABLE public.t TO public.u"),
-    (4, 2, 1, "TRUNCATE TABLE public.u"),
-    (6, 4, 1, "ALTER TABLE public.p EXCHANGE PARTITION p0 WITH TABLE public.u"),
-    (7, 4, 2, "ALTER TABLE public.u ATTRIBUTES='k=v'"),
-    (8, 4, 3, "ALTER TABLE public.u SET OPTIONS 'k=v'"),
-    (9, 4, 4, "DROP TABLE public.u"),
-    (10, 4, 5, "RECOVER TABLE public.u"),
+    (4, 2, 4, "TRUNCATE TABLE public.u"),
+    (6, 4, 6, "ALTER TABLE public.p EXCHANGE PARTITION p0 WITH TABLE public.u"),
+    (7, 4, 7, "ALTER TABLE public.u ATTRIBUTES='k=v'"),
+    (8, 4, 8, "ALTER TABLE public.u SET OPTIONS 'k=v'"),
+    (9, 4, 9, "DROP TABLE public.u"),
+    (10, 4, 10, "RECOVER TABLE public.u"),
 ]
 """Every change of `public.u` (born `public.t`), as the script above makes it."""

@@ -24,19 +24,23 @@ OTHER_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(1, 33)))
 
 
 def signed_log(
-    tables: int = 6, every: int = 4, key: Ed25519PrivateKey | None = KEY, elections: int = 1
+    tables: int = 6, every: int = 4, key: Ed25519PrivateKey | None = KEY, elections: int = 1,
+    name: str = CATALOG,
 ) -> list[bytes]:
-    """A catalog's records: elections, creates, alters and renames; a checkpoint every `every`."""
+    """A catalog's records (catalog `name`): elections, creates, alters and renames; a
+    checkpoint every `every`."""
     schedule = None if key is None else CheckpointSchedule(Signer(key), every, 3600.0)
-    catalog = LocalCatalog(CATALOG, stamps(), checkpoints=schedule, leader_id="node-1")
+    catalog = LocalCatalog(name, stamps(), checkpoints=schedule, leader_id="node-1")
     for round_ in range(elections):
         catalog.elect(f"node-{round_ + 1}")
         for n in range(tables):
-            name = f"t{round_}_{n}"
-            catalog.submit(create(name))
-            catalog.submit(command(AlterTable, table_name=name, set_options={"a": str(n)}))
+            table = f"t{round_}_{n}"
+            catalog.submit(create(table, catalog=name))
+            catalog.submit(command(AlterTable, table_name=table, set_options={"a": str(n)},
+                                   catalog=name))  # fmt: skip
             if n % 3 == 0:
-                catalog.submit(command(RenameTable, table_name=name, new_table_name=name + "r"))
+                catalog.submit(command(RenameTable, table_name=table, new_table_name=table + "r",
+                                       catalog=name))  # fmt: skip
     return [sealed.record for sealed in catalog.take_new_records()]
 
 

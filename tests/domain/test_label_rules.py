@@ -135,7 +135,8 @@ def test_truncate_table_moves_every_key_to_new_ids_and_the_rule_ranges_follow() 
         record_key_range(i) for i in (4, 5, 6)
     )
     assert head.label_rule("schema/public/orders/p0").ranges == partition_rule_ranges(5)  # type: ignore[union-attr]
-    assert [(t.table_id, t.version) for t in event.tables] == [(1, 4), (4, 1)]
+    # The new id takes the name above the version id 1 leaves it at (4), not at 1.
+    assert [(t.table_id, t.version) for t in event.tables] == [(1, 4), (4, 5)]
 
 
 def test_rename_re_keys_the_rules_to_the_new_name() -> None:

@@ -234,9 +234,10 @@ def test_an_exchange_back_never_repeats_a_table_id_and_version() -> None:
     catalog.submit(command(TruncateTable, table_name="plain"))
     pairs = [(t.table_id, t.version) for e in catalog.events for t in e.tables]
     assert len(pairs) == len(set(pairs))
-    # Id 3 was at 3 when it became a partition (create, alter, exchange); id 2
-    # at 2 (it became a table, then a partition again).
-    assert versions == [(2, 1, {3: 3}), (3, 4, {2: 2}), (2, 3, {3: 5})]
+    # Id 3 was at 3 when it became a partition (create, alter, exchange); id 2 takes
+    # the name `plain` above that, at 4, and leaves it at 5; id 3 takes it at 6 and
+    # leaves it at 7 (issue 50: versions go on per name too).
+    assert versions == [(2, 4, {3: 3}), (3, 6, {2: 5}), (2, 8, {3: 7})]
     assert replay(Image.empty(CATALOG), catalog.events) == catalog.image
 
 

@@ -95,7 +95,9 @@ def test_drop_at_a_stale_expected_version_is_a_version_conflict_with_the_current
     with pytest.raises(VersionConflict) as caught:
         catalog.submit(command(DropTable, table_name="orders", expected_version=3))
     assert caught.value.current_version == 1
-    assert str(caught.value) == "table `public.orders` is at version 1, not 3: re-read it and retry"
+    assert str(caught.value) == (
+        "table `public.orders` is at version 1, not 3 (table id 1): re-read it and retry"
+    )
 
 
 def test_drop_of_a_missing_table_is_table_not_found() -> None:

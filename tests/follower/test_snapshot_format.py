@@ -1,4 +1,4 @@
-"""The columnar snapshot layout (format 3): exact round trip, structure checks, old formats."""
+"""The columnar snapshot layout (format 4): exact round trip, structure checks, old formats."""
 
 from __future__ import annotations
 
@@ -13,18 +13,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from events.changes import Mutation, MutationOp
-from events.commands import AdvanceStableEpoch, DropTable, ExchangePartition, Publish
-from events.values import LabelRuleValue, PartitionDef, TableInfoValue
+from events.commands import AdvanceStableEpoch, DropTable, ExchangePartition, Publish, RenameTable
+from events.event import Event
+from events.values import LabelRuleValue, PartitionDef, TableInfoValue, TableVersion
+from producers.decide.core import decide
 from producers.leader.local import LocalCatalog
 from projector.errors import SnapshotError
-from projector.fold.apply import replay
+from projector.fold.apply import apply, replay
 from projector.fold.draft import mutated
 from projector.fold.image import Image
 from projector.fold.view import View
 from projector.snapshot.columns import image_batches
 from projector.snapshot.layout import CHUNK, FORMAT, INFO, SCHEMA
 from projector.snapshot.store import Position, load_newest, read_snapshot, write_snapshot
-from tests.domain.builders import command, create, local
+from tests.domain.builders import command, create, local, stamps
 from tests.follower.workload import CATALOG, explicit_log, random_log
 
 POSITION = Position("t.events", 0, 42)
@@ -88,7 +90,7 @@ def test_tables_with_partitions_defaults_and_many_chunks_round_trip(tmp_path: Pa
 
 
 @pytest.mark.parametrize("mode", ["auto", "explicit"])
-def test_a_loaded_snapshot_keeps_retired_versions_and_pending_keys_for_the_log_after_it(
+def test_a_loaded_snapshot_keeps_retired_and_name_versions_and_pending_keys_for_the_log_after_it(
     tmp_path: Path, mode: str
 ) -> None:
     catalog = local(mode)
@@ -101,15 +103,16 @@ def test_a_loaded_snapshot_keeps_retired_versions_and_pending_keys_for_the_log_a
         other_schema_name="public",
         other_table_name="plain",
     )
-    catalog.submit(exchange)  # `plain` leaves id 3 (at version 2) for p0's id 2
+    catalog.submit(exchange)  # `plain` leaves id 3 (at version 2) for p0's id 2, at 3
     assert dict(catalog.image.retired_versions) == {3: 2}
+    assert dict(catalog.image.name_versions) == {("public", "plain"): 2}
     assert bool(catalog.image.pending_by_key) == (mode == "explicit")
     loaded, _ = read_snapshot(write_snapshot(tmp_path, catalog.image, POSITION))
     assert loaded == replay(Image.empty(CATALOG), catalog.events)
     done = len(catalog.events)
     catalog.submit(exchange.model_copy(update={"command_id": "back"}))  # `plain` is 3 again
-    info = catalog.image.head.table(3)
-    assert info is not None and info.version == 3
+    info = catalog.image.head.table(3)  # above the 4 id 2 leaves the name at
+    assert info is not None and info.version == 5
     if mode == "explicit":
         # `parts`' create takes 1, its exchanges wait for `plain`'s create; `plain` takes the rest.
         for table_id in (1, 3):
@@ -117,6 +120,44 @@ def test_a_loaded_snapshot_keeps_retired_versions_and_pending_keys_for_the_log_a
         catalog.submit(command(AdvanceStableEpoch, epoch=1))
         assert not catalog.image.pending
     assert replay(loaded, catalog.events[done:]) == catalog.image
+
+
+def test_a_loaded_snapshot_remembers_a_freed_names_version_for_the_table_taking_it_later(
+    tmp_path: Path,
+) -> None:
+    catalog = local()
+    catalog.submit(create("a"))
+    catalog.submit(command(RenameTable, table_name="a", new_table_name="x"))  # `a` left at 2
+    loaded, _ = read_snapshot(write_snapshot(tmp_path, catalog.image, POSITION))
+    assert dict(loaded.name_versions) == {("public", "a"): 2}
+    # A leader restarted from the snapshot decides as the one that never stopped.
+    event = decide(loaded, create("a"), stamps()())
+    assert isinstance(event, Event) and event.tables == (TableVersion(table_id=2, version=3),)
+    assert apply(loaded, event) == apply(catalog.image, event)
+
+
+def test_a_format_3_snapshot_loads_with_the_names_its_dropped_tables_left(tmp_path: Path) -> None:
+    catalog = local()
+    for name in ("a", "b"):
+        catalog.submit(create(name))
+    catalog.submit(command(DropTable, table_name="a"))  # `a` left at 2
+    path = write_snapshot(tmp_path, catalog.image, POSITION)
+    _rewrite_meta(path, lambda meta: {**meta, "format": 3, "name_versions": None})
+    loaded, _ = read_snapshot(path)
+    assert dict(loaded.name_versions) == {("public", "a"): 2}
+    assert loaded == catalog.image
+
+
+def _rewrite_meta(path: Path, change: Callable[[dict[str, object]], dict[str, object]]) -> None:
+    """Rewrite the snapshot's metadata (what an older metalog wrote); row groups as they were."""
+    source = pq.ParquetFile(path)
+    metadata = source.schema_arrow.metadata
+    meta = change(json.loads(metadata[b"metalog.snapshot"]))
+    schema = source.schema_arrow.with_metadata({b"metalog.snapshot": json.dumps(meta).encode()})
+    with pq.ParquetWriter(path.with_suffix(".tmp"), schema) as writer:
+        for group in range(source.num_row_groups):
+            writer.write_table(source.read_row_group(group).cast(schema))
+    _rewrite(path, pq.read_table(path.with_suffix(".tmp")), row_group_size=None)
 
 
 def _with_a_dropped_table(catalog: LocalCatalog) -> LocalCatalog:

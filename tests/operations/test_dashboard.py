@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from producers.leader.metrics import LeaderMetrics
 from projector.follower.metrics import FollowerMetrics
+from server.metrics import ServerMetrics
 from streaming.metrics import ProjectionMetrics
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -21,7 +22,9 @@ def _registered() -> set[str]:
     LeaderMetrics(registry)
     follower = FollowerMetrics(registry)
     ProjectionMetrics(registry)
-    names = {sample for family in registry.collect() for sample in _samples(family.name)}
+    served = ServerMetrics().registry  # its own: it holds a FollowerMetrics too
+    families = [*registry.collect(), *served.collect()]
+    names = {sample for family in families for sample in _samples(family.name)}
     names |= {
         "metalog_follower_resource_version", "metalog_follower_lag_records",
         "metalog_follower_lag_seconds", "metalog_follower_events_applied_total",

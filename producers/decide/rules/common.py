@@ -110,7 +110,7 @@ def check_version(info: TableInfoValue, expected: int | None) -> None:
     """`VersionConflict` when the caller read another version of the table."""
     if expected is not None and expected != info.version:
         raise VersionConflict.of_table(
-            qualified(info.schema_name, info.table_name), expected, info.version
+            qualified(info.schema_name, info.table_name), expected, info.version, info.table_id
         )
 
 
@@ -137,16 +137,40 @@ def bumped(info: TableInfoValue, **update: object) -> TableInfoValue:
     return replaced(info, **update, version=info.version + 1)
 
 
-def touched(image: Image, *table_ids: int) -> tuple[TableVersion, ...]:
+def touched(
+    image: Image, *table_ids: int, named: TableInfoValue | None = None
+) -> tuple[TableVersion, ...]:
     """The `tables` entry of each id: its last version + 1 (a new id starts at 1).
 
     An id that was a table before an exchange made it a partition counts on
     from its last version as a table (`Image.version_of`): a (table_id,
-    version) pair never repeats.
+    version) pair never repeats. `named`: the info of the table that takes a
+    name in this change, at `version_taking_name`; its entry takes that version.
     """
-    return tuple(
-        TableVersion(table_id=t, version=image.version_of(t) + 1) for t in dict.fromkeys(table_ids)
-    )
+    versions = {t: image.version_of(t) + 1 for t in table_ids}
+    if named is not None:
+        assert named.table_id in versions, "the table taking a name is one the change touches"
+        versions[named.table_id] = named.version
+    return tuple(TableVersion(table_id=t, version=v) for t, v in versions.items())
+
+
+def version_taking_name(image: Image, table_id: int, schema_name: str, table_name: str) -> int:
+    """The version a table id takes with a name: every rule that gives an id a name uses it.
+
+    Create, rename onto, recover (and so FLASHBACK … TO), truncate's new id and the
+    plain table's new id in an exchange. It is the id's own next version, or the
+    name's next if higher: one above the last version a table had under the name
+    (`Image.name_versions`) and, when a table holds the name now (truncate,
+    exchange), one above the version this same change gives that table. So a
+    version a client read for the name never matches the table that takes it
+    (docs/design.md, "version"); the fold checks the
+    same number from the event's name keys (`projector.fold.apply`).
+    """
+    floor = image.name_versions.get((schema_name, table_name), 0)
+    holder = image.head.table_id(schema_name, table_name)
+    if holder is not None and holder != table_id:
+        floor = max(floor, image.version_of(holder) + 1)  # it leaves the name in this change
+    return max(image.version_of(table_id), floor) + 1
 
 
 def new_ids(image: Image, count: int) -> range:

@@ -25,6 +25,7 @@ from producers.decide.rules.common import (
     qualified,
     rekeyed_route,
     touched,
+    version_taking_name,
 )
 from producers.decide.rules.labels import follow_rules, follow_table_rule, swapped_rules
 from producers.errors import InvalidCommand, PartitionExists
@@ -103,9 +104,11 @@ def exchange(image: Image, command: ExchangePartition) -> Change:
 
     The plain table's keys move to p's old id (info, route, datanode keys,
     name); the two label rules swap, each taking the other's rule id and the
-    ranges of its new id (TiDB's exchange). The table's version under p's id
-    counts on from the last version that id had as a table, if it had one
-    (an exchange back), so a (table_id, version) pair never repeats.
+    ranges of its new id (TiDB's exchange). The plain table takes its name at
+    p's id (`version_taking_name`): above both the last version p's id had as a
+    table, if it had one (an exchange back), and the version the table leaves
+    the name at, so neither a (table_id, version) nor a (name, version) pair
+    repeats.
     """
     info = live_table(image, command.schema_name, command.table_name)
     check_version(info, command.expected_version)
@@ -125,7 +128,8 @@ def exchange(image: Image, command: ExchangePartition) -> Change:
             for p in info.partitions
         ),
     )
-    moved_other = other.model_copy(update={"table_id": pid, "version": image.version_of(pid) + 1})
+    version = version_taking_name(image, pid, other.schema_name, other.table_name)
+    moved_other = other.model_copy(update={"table_id": pid, "version": version})
     route = image.head.route(oid)
     assert route is not None, "a live table always has a route"
     new_route = rekeyed_route(route, pid)
@@ -153,5 +157,5 @@ def exchange(image: Image, command: ExchangePartition) -> Change:
             follow_table_rule(image.head, info, changed),
             swapped_rules(image.head, info, partition.name, other, moved_other),
         ),
-        tables=touched(image, info.table_id, oid, pid),
+        tables=touched(image, info.table_id, oid, pid, named=moved_other),
     )

@@ -38,8 +38,10 @@ from producers.decide.rules.common import (
     put_datanode_tables,
     qualified,
     touched,
+    version_taking_name,
 )
 from producers.decide.rules.labels import follow_rules
+from producers.decide.trusted import replaced
 from producers.errors import (
     ColumnExists,
     ColumnNotFound,
@@ -84,7 +86,7 @@ def create(image: Image, command: CreateTable) -> Change:
             PartitionDef(partition_id=pid, name=n)
             for pid, n in zip(partition_ids, names, strict=True)
         ),
-        version=1,
+        version=version_taking_name(image, table_id, command.schema_name, command.table_name),
     )
     route = placed_route(table_id, command.regions, command.datanodes)
     return Change(
@@ -102,9 +104,9 @@ def create(image: Image, command: CreateTable) -> Change:
                 put(name.key, TableNameValue(table_id=table_id)),
                 put(table_route_key(table_id), route),
             ],
-            put_datanode_tables(route, 1),
+            put_datanode_tables(route, info.version),
         ),
-        tables=touched(image, table_id),
+        tables=touched(image, table_id, named=info),
     )
 
 
@@ -141,7 +143,9 @@ def recover(image: Image, command: RecoverTable) -> Change:
     route = image.head.dropped_route(info.table_id)
     assert route is not None, "a drop moves info and route together"
     info_key, route_key = table_info_key(info.table_id), table_route_key(info.table_id)
-    recovered = bumped(info)
+    recovered = replaced(
+        info, version=version_taking_name(image, info.table_id, info.schema_name, info.table_name)
+    )
     return Change(
         intent=TableRecovered(
             table_id=info.table_id, schema_name=info.schema_name, table_name=info.table_name
@@ -157,7 +161,7 @@ def recover(image: Image, command: RecoverTable) -> Change:
             ],
             put_datanode_tables(route, recovered.version),
         ),
-        tables=touched(image, info.table_id),
+        tables=touched(image, info.table_id, named=recovered),
     )
 
 
@@ -194,7 +198,11 @@ def rename(image: Image, command: RenameTable) -> Change:
     info = live_table(image, command.schema_name, command.table_name)
     check_version(info, command.expected_version)
     name = name_free(image, info.schema_name, command.new_table_name)
-    renamed = bumped(info, table_name=command.new_table_name)
+    renamed = replaced(
+        info,
+        table_name=command.new_table_name,
+        version=version_taking_name(image, info.table_id, info.schema_name, command.new_table_name),
+    )
     return Change(
         intent=TableRenamed(
             table_id=info.table_id,
@@ -211,7 +219,7 @@ def rename(image: Image, command: RenameTable) -> Change:
             ],
             follow_rules(image.head, info, renamed),
         ),
-        tables=touched(image, info.table_id),
+        tables=touched(image, info.table_id, named=renamed),
     )
 
 

@@ -18,6 +18,7 @@ from producers.decide.rules.common import (
     put_datanode_tables,
     rekeyed_route,
     touched,
+    version_taking_name,
 )
 from producers.decide.rules.labels import follow_rules
 from producers.decide.rules.tables import live_route
@@ -35,7 +36,10 @@ def truncate(image: Image, command: TruncateTable) -> Change:
         p.model_copy(update={"partition_id": pid})
         for p, pid in zip(info.partitions, partition_ids, strict=True)
     )
-    truncated = info.model_copy(update={"table_id": new_id, "partitions": partitions, "version": 1})
+    version = version_taking_name(image, new_id, info.schema_name, info.table_name)
+    truncated = info.model_copy(
+        update={"table_id": new_id, "partitions": partitions, "version": version}
+    )
     return Change(
         intent=TableTruncated(
             table_id=info.table_id,
@@ -57,8 +61,8 @@ def truncate(image: Image, command: TruncateTable) -> Change:
                     TableNameValue(table_id=new_id),
                 ),
             ],
-            put_datanode_tables(new_route, 1),
+            put_datanode_tables(new_route, version),
             follow_rules(image.head, info, truncated),
         ),
-        tables=touched(image, info.table_id, new_id),
+        tables=touched(image, info.table_id, new_id, named=truncated),
     )

@@ -1,0 +1,142 @@
+"""A catalog's published changes as watch events, shared by every watcher of the catalog.
+
+One `Changes` per catalog reads the follower's `History` in the server's event
+loop and types each change the way Kubernetes does: `ADDED` (the key was
+absent), `MODIFIED` or `DELETED`. Watchers read from it by index, each with a
+cursor only: no thread and no buffer per watcher. The follower's own `watch`
+(one thread per catalog) only wakes the loop when a batch is published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import deque
+from dataclasses import dataclass
+
+from events.changes import MutationOp
+from projector.errors import ResourceVersionTooOld
+from projector.follower.follower import Follower
+from projector.follower.watch import History, Watch, WatchEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One watch event: its type and the change."""
+
+    type: str
+    event: WatchEvent
+
+
+class Changes:
+    """The typed changes of one catalog, from where its follower's history starts.
+
+    Args:
+        follower: The catalog's follower (started).
+        catalog: The catalog.
+        loop: The server's event loop (watchers wait on it).
+        limit: Changes kept (older ones are dropped, as the history drops them).
+    """
+
+    def __init__(self, follower: Follower, catalog: str, loop: asyncio.AbstractEventLoop,
+                 limit: int) -> None:  # fmt: skip
+        self.catalog = catalog
+        self._follower = follower
+        self._history: History = follower.history(catalog)
+        self._loop = loop
+        self._limit = limit
+        self._present: set[str] = set()
+        try:
+            self._next = self._history.start(0)
+            self._floor = 0
+        except ResourceVersionTooOld:  # the window moved on: type from the current image
+            image = follower.current(catalog)
+            self._present = {key for key, _ in image.published.items()}
+            self._next = self._history.start(None)
+            self._floor = image.resource_version
+        self._base = self._next
+        self._items: deque[Change] = deque()
+        self._changed = asyncio.Event()
+        self._wake_pending = threading.Event()
+        self._watch: Watch = follower.watch(self._on_change, None, None, catalog)
+
+    @property
+    def floor(self) -> int:
+        """The oldest resource_version a watcher may start from."""
+        return self._floor
+
+    @property
+    def end(self) -> int:
+        """The index after the newest change read so far."""
+        return self._base + len(self._items)
+
+    def resource_version(self) -> int:
+        """The follower's current resource_version (take it before `advance`, for a bookmark)."""
+        return self._follower.current(self.catalog).resource_version
+
+    def changed(self) -> asyncio.Event:
+        """An event set at the next change (take it before reading: no wake-up is lost)."""
+        return self._changed
+
+    def advance(self) -> None:
+        """Read and type what the history gained (in the event loop)."""
+        items, self._next = self._history.read(self._next, 0)
+        for item in items:
+            if item.op == MutationOp.DELETE:
+                kind = "DELETED"
+                self._present.discard(item.key)
+            else:
+                kind = "MODIFIED" if item.key in self._present else "ADDED"
+                self._present.add(item.key)
+            self._items.append(Change(kind, item))
+        while len(self._items) > self._limit:
+            dropped = self._items.popleft()
+            self._base += 1
+            self._floor = max(self._floor, dropped.event.resource_version)
+
+    def start(self, from_resource_version: int | None) -> int:
+        """The index of the first change after `from_resource_version` (None: from now).
+
+        Raises:
+            ResourceVersionTooOld: Changes that old are no longer kept: re-list, then watch.
+        """
+        self.advance()
+        if from_resource_version is None:
+            return self.end
+        if from_resource_version < self._floor:
+            raise ResourceVersionTooOld(from_resource_version, self._floor)
+        index = self._base
+        for change in self._items:
+            if change.event.resource_version > from_resource_version:
+                break
+            index += 1
+        return index
+
+    def read(self, index: int, most: int) -> list[Change]:
+        """Up to `most` changes from `index` on.
+
+        Raises:
+            ResourceVersionTooOld: The reader fell behind what is kept.
+        """
+        if index < self._base:
+            raise ResourceVersionTooOld(-1, self._floor)
+        start = index - self._base
+        return [self._items[i] for i in range(start, min(start + most, len(self._items)))]
+
+    def close(self) -> None:
+        """Stop the follower's watch that wakes the loop."""
+        self._watch.cancel()
+
+    def _on_change(self, _: WatchEvent) -> None:
+        # On the follower's watch thread: wake the loop once per burst, not per change.
+        if not self._wake_pending.is_set():
+            self._wake_pending.set()
+            with contextlib.suppress(RuntimeError):  # the loop closed: the server stops
+                self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        self._wake_pending.clear()
+        self.advance()
+        woken, self._changed = self._changed, asyncio.Event()
+        woken.set()

@@ -1,0 +1,206 @@
+"""Watch: `GET /v1/catalogs/{catalog}/watch?resourceVersion=N[&keyPrefix=…]`, an NDJSON stream.
+
+Each line is one JSON object, Kubernetes' watch event:
+`{"type": "ADDED"|"MODIFIED"|"DELETED", "object": {"key": k, "value": v}, "resourceVersion": n}`
+(`value` is null for DELETED). Quiet streams get `{"type": "BOOKMARK", "object": {"key": null,
+"value": null}, "resourceVersion": n}` every `bookmark_every` seconds: every change up to n
+was sent, so a client resumes from n. A stream the server ends carries a last line
+`{"type": "ERROR", "object": <problem>}` that names the reason (410 too old, 503 slow reader).
+
+A watcher costs a cursor into the catalog's shared `Changes`, no thread and no
+buffer: one that falls more than `watch_lag_limit` changes behind, or whose socket
+takes no data for `send_timeout` seconds, is disconnected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from prometheus_client import Gauge
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from events.errors import MetalogError
+from projector.errors import ResourceVersionTooOld
+from server.catalogs import Catalogs, ServerSettings
+from server.changes import Change, Changes
+from server.errors import SlowReader
+from server.problems import COMMON, documented, problem, problem_body
+from server.reads import RESOURCE_VERSION, parse_resource_version
+
+log = logging.getLogger(__name__)
+
+NDJSON = "application/x-ndjson"
+CHUNK = 256
+"""Changes written per send."""
+
+
+class Hub:
+    """The `Changes` of each watched catalog, made in the event loop on the first watch."""
+
+    def __init__(self, catalogs: Catalogs, watches: Gauge) -> None:
+        self.catalogs = catalogs
+        self.watches = watches
+        self._changes: dict[str, Changes] = {}
+
+    async def changes(self, catalog: str) -> Changes:
+        """The catalog's `Changes` (its follower started on first use)."""
+        made = self._changes.get(catalog)
+        if made is None:
+            follower = await run_in_threadpool(self.catalogs.follower, catalog)
+            made = self._changes.get(catalog)
+            if made is None:
+                made = self._changes[catalog] = Changes(
+                    follower, catalog, asyncio.get_running_loop(),
+                    self.catalogs.settings.history_limit)  # fmt: skip
+        return made
+
+    def close(self) -> None:
+        """Stop waking the loop."""
+        for changes in self._changes.values():
+            changes.close()
+        self._changes.clear()
+
+
+def line(change: Change) -> bytes:
+    """One watch event as an NDJSON line."""
+    event = change.event
+    value = None if event.value is None else event.value.model_dump(mode="json")
+    return _dumps({"type": change.type, "object": {"key": event.key, "value": value},
+                   "resourceVersion": event.resource_version})  # fmt: skip
+
+
+def bookmark(resource_version: int) -> bytes:
+    """A BOOKMARK line: every change up to `resource_version` was sent."""
+    return _dumps({"type": "BOOKMARK", "object": {"key": None, "value": None},
+                   "resourceVersion": resource_version})  # fmt: skip
+
+
+def error_line(error: MetalogError) -> bytes:
+    """The last line of a stream the server ends: an ERROR with the problem body."""
+    return _dumps({"type": "ERROR", "object": problem_body(error)})
+
+
+def _dumps(item: dict[str, Any]) -> bytes:
+    return json.dumps(item, separators=(",", ":")).encode() + b"\n"
+
+
+class WatchStream(Response):
+    """The ASGI response of one watch: changes from `index` on, bookmarks, then live."""
+
+    media_type = NDJSON
+
+    def __init__(self, changes: Changes, index: int, key_prefix: str | None,
+                 settings: ServerSettings, resource_version: int,
+                 watches: Gauge) -> None:  # fmt: skip
+        super().__init__(status_code=200, media_type=NDJSON)
+        self.changes = changes
+        self.watches = watches
+        self.index = index
+        self.key_prefix = key_prefix
+        self.settings = settings
+        self.sent_to = resource_version
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Stream until the client leaves, falls behind, or the server stops."""
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", NDJSON.encode()),
+                                (b"cache-control", b"no-cache"),
+                                (b"x-accel-buffering", b"no")]})  # fmt: skip
+        gone = asyncio.Event()
+        listener = asyncio.create_task(_listen(receive, gone))
+        self.watches.inc()
+        try:
+            ended = await self._stream(send, gone)
+            if ended is not None and not gone.is_set():
+                await self._send(send, error_line(ended))
+            if not gone.is_set():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except (TimeoutError, OSError) as exc:
+            log.info("watch of %s dropped: %s", self.changes.catalog, exc or type(exc).__name__)
+        finally:
+            self.watches.dec()
+            listener.cancel()
+
+    async def _stream(self, send: Send, gone: asyncio.Event) -> MetalogError | None:
+        """Write changes and bookmarks; the error that ends the stream, or None (client left)."""
+        changes, settings = self.changes, self.settings
+        await self._send(send, bookmark(self.sent_to))
+        live = False
+        while not gone.is_set():
+            woken = changes.changed()
+            at = changes.resource_version()
+            changes.advance()
+            behind = changes.end - self.index
+            if live and behind > settings.watch_lag_limit:
+                return SlowReader(settings.watch_lag_limit)
+            try:
+                batch = changes.read(self.index, CHUNK)
+            except ResourceVersionTooOld as exc:
+                return exc
+            if batch:
+                self.index += len(batch)
+                lines = [line(c) for c in batch
+                         if self.key_prefix is None or c.event.key.startswith(self.key_prefix)]
+                if lines:
+                    await self._send(send, b"".join(lines))
+                continue
+            live = True
+            if at > self.sent_to:
+                self.sent_to = at
+            waiter = asyncio.ensure_future(woken.wait())
+            left = asyncio.ensure_future(gone.wait())
+            done, _ = await asyncio.wait({waiter, left}, timeout=settings.bookmark_every,
+                                         return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+            waiter.cancel()
+            left.cancel()
+            if not done:
+                await self._send(send, bookmark(self.sent_to))
+        return None
+
+    async def _send(self, send: Send, body: bytes) -> None:
+        message: Message = {"type": "http.response.body", "body": body, "more_body": True}
+        await asyncio.wait_for(send(message), self.settings.send_timeout)
+
+
+async def _listen(receive: Receive, gone: asyncio.Event) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            gone.set()
+            return
+
+
+def router(catalogs: Catalogs, hub: Hub) -> APIRouter:
+    """The watch route."""
+    routes = APIRouter(prefix="/v1/catalogs/{catalog}", tags=["watch"])
+    watch_responses: dict[int | str, dict[str, Any]] = {
+        200: {"description": "an NDJSON stream of watch events (see docs/http.md)",
+              "content": {NDJSON: {"schema": {"type": "string"}}}},
+        **documented(*COMMON, 410),
+    }
+
+    @routes.get("/watch", responses=watch_responses, response_class=WatchStream,
+                 status_code=200)
+    async def watch(
+        catalog: str,
+        resource_version: Annotated[str | None, RESOURCE_VERSION] = None,
+        key_prefix: Annotated[str | None, Query(alias="keyPrefix", max_length=1024)] = None,
+    ) -> Response:
+        """Changes after `resourceVersion` (none: from now), then live, as NDJSON lines."""
+        wanted = parse_resource_version(resource_version)
+        changes = await hub.changes(catalog)
+        now = changes.resource_version()  # before `start`: no change at or below it is missed
+        try:
+            index = changes.start(wanted)
+        except ResourceVersionTooOld as exc:
+            return problem(exc)
+        return WatchStream(changes, index, key_prefix, catalogs.settings,
+                           now if wanted is None else wanted, hub.watches)
+
+    return routes

@@ -1,0 +1,148 @@
+"""Watch streams and bad input: each a clear 4xx or a closed stream; the server serves on."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import requests
+
+from server.catalogs import ServerSettings
+from tests.fixtures.kafka import TopicSet
+from tests.serve.conftest import Served, create_body, settings_for
+
+pytestmark = pytest.mark.integration
+
+BASE = "/v1/catalogs/greptime"
+PROBLEM = "application/problem+json"
+
+
+def _lines(answer: requests.Response) -> Iterator[dict[str, Any]]:
+    for raw in answer.iter_lines():
+        if raw:
+            yield json.loads(raw)
+
+
+def test_a_watch_replays_from_a_resource_version_then_goes_live_in_order(served: Served) -> None:
+    """ADDED, MODIFIED, DELETED of a table's info key, in log order, from resourceVersion=0."""
+    with requests.get(served.url + f"{BASE}/watch", stream=True, timeout=60,
+                      params={"resourceVersion": "0", "keyPrefix": "__table_info/"}) as answer:
+        assert answer.status_code == 200
+        assert answer.headers["content-type"] == "application/x-ndjson"
+        lines = _lines(answer)
+        assert next(lines)["type"] == "BOOKMARK"
+        made = served.post(f"{BASE}/commands/CreateTable", json=create_body("w")).json()
+        served.post(f"{BASE}/commands/AlterTable",
+                    json={"schema_name": "public", "table_name": "w",
+                          "set_options": {"ttl": "1d"}})  # fmt: skip
+        dropped = served.post(f"{BASE}/commands/DropTable",
+                              json={"schema_name": "public", "table_name": "w"}).json()
+        seen: list[tuple[str, int]] = []
+        for item in lines:
+            if item["type"] != "BOOKMARK":
+                seen.append((item["type"], item["resourceVersion"]))
+                assert item["object"]["key"].startswith("__table_info/")
+            if item["type"] == "DELETED":
+                break
+    assert [t for t, _ in seen] == ["ADDED", "MODIFIED", "DELETED"]
+    assert seen[0][1] == made["resource_version"] and seen[-1][1] == dropped["resource_version"]
+    assert [rv for _, rv in seen] == sorted(rv for _, rv in seen)
+
+
+def test_a_watch_older_than_the_kept_history_is_410_with_the_oldest(
+    leader: object, wire: TopicSet, serve: Callable[[ServerSettings], Served]
+) -> None:
+    """With a short history, resourceVersion=0 is Gone and the problem says what is kept."""
+    small = serve(settings_for(wire, history_limit=2))
+    for name in ("h1", "h2"):
+        rv = small.post(f"{BASE}/commands/CreateTable", json=create_body(name)).json()[
+            "resource_version"]
+    small.get(f"{BASE}/tables", params={"resourceVersion": rv})
+    answer = small.get(f"{BASE}/watch", params={"resourceVersion": "0"})
+    assert answer.status_code == 410
+    assert answer.json()["error"] == "ResourceVersionTooOld" and answer.json()["oldest"] > 0
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1e3", "99999999999999999999999"])
+def test_a_garbage_resource_version_is_a_400_problem(served: Served, value: str) -> None:
+    """A watch or a read with a resourceVersion that is not a number is refused."""
+    for path in (f"{BASE}/watch", f"{BASE}/tables"):
+        answer = served.get(path, params={"resourceVersion": value})
+        assert answer.status_code == 400 and answer.headers["content-type"] == PROBLEM
+        assert answer.json()["error"] == "InvalidResourceVersion"
+
+
+def test_a_watcher_behind_the_lag_limit_gets_a_last_line_naming_the_reason(
+    leader: object, wire: TopicSet, serve: Callable[[ServerSettings], Served]
+) -> None:
+    """One CreateTable makes more key changes than a lag limit of 2: the stream ends with ERROR."""
+    strict = serve(settings_for(wire, watch_lag_limit=2))
+    with requests.get(strict.url + f"{BASE}/watch", stream=True, timeout=60) as answer:
+        lines = _lines(answer)
+        assert next(lines)["type"] == "BOOKMARK"
+        strict.post(f"{BASE}/commands/CreateTable", json=create_body("burst", datanodes=[1, 2]))
+        rest = list(lines)
+    assert rest[-1]["type"] == "ERROR"
+    assert rest[-1]["object"]["error"] == "SlowReader" and rest[-1]["object"]["limit"] == 2
+    assert strict.get("/healthz").status_code == 200
+
+
+def test_disconnects_and_a_thousand_idle_watches_leave_the_server_serving(served: Served) -> None:
+    """1,000 idle watches open, one client leaves mid-stream: writes, reads and watches go on."""
+    host, port = served.url.removeprefix("http://").split(":")
+    request = (f"GET {BASE}/watch HTTP/1.1\r\nHost: {host}\r\n\r\n").encode()
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(1000):
+            conn = socket.create_connection((host, int(port)), timeout=60)
+            conn.sendall(request)
+            idle.append(conn)
+        for conn in idle[:: 100]:
+            assert b"200 OK" in conn.recv(4096)
+        with requests.get(served.url + f"{BASE}/watch", stream=True, timeout=60) as leaving:
+            assert next(_lines(leaving))["type"] == "BOOKMARK"
+        made = served.post(f"{BASE}/commands/CreateTable", json=create_body("busy"))
+        assert made.status_code == 200
+        rv = made.json()["resource_version"]
+        assert served.get(f"{BASE}/tables", params={"resourceVersion": rv}).status_code == 200
+        with requests.get(served.url + f"{BASE}/watch", stream=True, timeout=60,
+                          params={"resourceVersion": str(rv - 1)}) as fresh:  # fmt: skip
+            kinds = [item["type"] for _, item in zip(range(2), _lines(fresh), strict=False)]
+        assert kinds == ["BOOKMARK", "ADDED"]
+    finally:
+        for conn in idle:
+            conn.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "error"),
+    [
+        (b'{"schema_name": "public", ', 400, "RequestInvalid"),
+        (json.dumps({**create_body("t"), "columns": "many"}).encode(), 422, "RequestInvalid"),
+        (json.dumps({**create_body("t"), "colour": "red"}).encode(), 422, "RequestInvalid"),
+        (json.dumps({**create_body("t"), "command_id": "mine"}).encode(), 422, "RequestInvalid"),
+        (b"x" * 10_000_000, 413, "BodyTooLarge"),
+    ],
+    ids=["malformed-json", "wrong-type", "unknown-field", "stamped-field", "10MB"],
+)
+def test_bad_bodies_are_problems_not_pydantic_text(
+    served: Served, body: bytes, status: int, error: str
+) -> None:
+    """Malformed JSON, wrong types, unknown fields, a 10 MB body: one clear 4xx problem each."""
+    answer = served.post(f"{BASE}/commands/CreateTable", data=body,
+                         headers={"Content-Type": "application/json"})  # fmt: skip
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"] == PROBLEM
+    assert answer.json()["error"] == error and answer.json()["detail"]
+    assert served.get("/healthz").status_code == 200
+
+
+def test_unknown_routes_and_catalogs_are_404_problems(served: Served) -> None:
+    """No such route, no such command kind, a catalog not served: 404 problems."""
+    for path in ("/v2/nothing", f"{BASE}/commands/Explode", "/v1/catalogs/other/tables"):
+        answer = served.post(path, json={}) if "commands" in path else served.get(path)
+        assert answer.status_code == 404, (path, answer.text)
+        assert answer.headers["content-type"] == PROBLEM
