@@ -72,7 +72,7 @@ def create_app(
     app.state.catalogs = catalogs
     app.state.hub = hub
     app.include_router(commands.router(catalogs))
-    app.include_router(reads.router(catalogs))
+    app.include_router(reads.router(catalogs, hub.open))
     app.include_router(sql.router(catalogs))
     app.include_router(watch.router(catalogs, hub))
 
