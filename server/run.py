@@ -41,8 +41,18 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def server_for(app: FastAPI, *, log_level: str = "warning") -> uvicorn.Server:
-    """A uvicorn server of `app` (run it with `server.run(sockets=[bind(...)])`)."""
+def server_for(app: FastAPI, *, log_level: str = "warning", tls_cert: str | None = None,
+               tls_key: str | None = None) -> uvicorn.Server:  # fmt: skip
+    """A uvicorn server of `app` (run it with `server.run(sockets=[bind(...)])`).
+
+    Args:
+        app: The API.
+        log_level: uvicorn's log level.
+        tls_cert: A PEM file with the certificate chain (and the key, unless `tls_key`):
+            the server speaks HTTPS only; None: plain HTTP.
+        tls_key: A PEM file with the certificate's key, when `tls_cert` lacks it.
+    """
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False,
-                            timeout_graceful_shutdown=5)  # fmt: skip
+                            timeout_graceful_shutdown=5, ssl_certfile=tls_cert,
+                            ssl_keyfile=tls_key)  # fmt: skip
     return uvicorn.Server(config)
