@@ -15,6 +15,8 @@
 4. The audit: the history page of one table (renamed on the way), then `audit
    verify` of the catalog, its leader's signed checkpoints checked with the key
    (made on the first run under the state directory).
+5. Over HTTP (`metalog.demo_http`): `metalog serve` on a loopback port, a watch
+   of the catalog's tables, one CreateTable, and the change the watch saw.
 
 Run `python -m metalog.demo` after `metalog up` (the Makefile does both).
 """
@@ -27,6 +29,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import requests
 from confluent_kafka import KafkaException
 from rich.console import Console
 from rich.table import Table
@@ -34,7 +37,7 @@ from rich.table import Table
 from events.checkpoint import Signer
 from events.errors import MetalogError
 from events.topics import Topics
-from metalog import demo_sql, demo_write
+from metalog import demo_http, demo_sql, demo_write
 from metalog.cli_follow import follow_demo
 from metalog.cli_history import history_of
 from metalog.keys import PRIVATE_NAME, generate, load_signer
@@ -152,7 +155,8 @@ def main() -> int:
         page.write_text(history_page(history_of(bootstrap, topics, catalog, "public.sales", None)))
         console.print(f"[bold]audit[/] the history of public.sales (born public.orders): {page}")
         verify(bootstrap, topics, catalog, signer, console)
-    except (MetalogError, KafkaException) as exc:
+        demo_http.run(bootstrap, topics, catalog, console)
+    except (MetalogError, KafkaException, requests.RequestException) as exc:
         print(f"metalog demo: error: {exc} (is the broker up? run `metalog up`)", file=sys.stderr)
         return 1
     return 0
