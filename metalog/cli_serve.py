@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -11,8 +12,11 @@ from confluent_kafka.admin import AdminClient
 from events.topics import Topics
 from metalog.cli_args import add_cluster_options, positive_float, positive_int, security
 from producers.errors import LeaderUnavailable
+from projector.kafka.security import KafkaSecurity
 from server.app import create_app
+from server.auth import Users
 from server.catalogs import ServerSettings
+from server.errors import CertificateMissing
 from server.run import bind, server_for
 
 
@@ -33,8 +37,23 @@ def _check_cluster(bootstrap: str, topics: Topics, config: dict[str, Any]) -> No
         )
 
 
+def _certificate(args: argparse.Namespace, reader: KafkaSecurity) -> str:
+    """`--tls-cert`, else the secure stack's broker certificate beside its CA file.
+
+    Raises:
+        CertificateMissing: Neither is there.
+    """
+    if args.tls_cert:
+        return str(args.tls_cert)
+    beside = Path(reader.ca_file).parent / "broker.pem" if reader.ca_file else None
+    if beside is None or not beside.is_file():
+        raise CertificateMissing(str(beside) if beside else "no --tls-cert and no ca_file")
+    return str(beside)
+
+
 def _serve(args: argparse.Namespace) -> int:
     topics = Topics(args.prefix)
+    users = Users.from_file(args.credentials) if args.credentials else None
     settings = ServerSettings(
         bootstrap=args.bootstrap,
         catalogs=tuple(args.catalog) if args.catalog else None,
@@ -45,12 +64,17 @@ def _serve(args: argparse.Namespace) -> int:
         command_timeout=args.command_timeout,
         wait_timeout=args.wait_timeout,
         max_body=args.max_body,
+        users=users,
     )
-    _check_cluster(args.bootstrap, topics, settings.read_security.client_config())
+    cert = _certificate(args, settings.read_security) if users is not None else args.tls_cert
+    # The writers may DESCRIBE the commands topic (WRITE implies it); a follower may not.
+    _check_cluster(args.bootstrap, topics, settings.write_security.client_config())
     sock = bind(args.host, args.port)
-    print(f"metalog serve: listening on http://{args.host}:{sock.getsockname()[1]} "
-          f"(catalogs: {', '.join(args.catalog) if args.catalog else 'any'})", flush=True)
-    server_for(create_app(settings)).run(sockets=[sock])
+    scheme = "http" if cert is None else "https"
+    signed = "" if users is None else ", sign-in: the credentials file's principals"
+    print(f"metalog serve: listening on {scheme}://{args.host}:{sock.getsockname()[1]} "
+          f"(catalogs: {', '.join(args.catalog) if args.catalog else 'any'}{signed})", flush=True)
+    server_for(create_app(settings), tls_cert=cert, tls_key=args.tls_key).run(sockets=[sock])
     return 0
 
 
@@ -71,4 +95,9 @@ def add_parser(subparsers: Any) -> None:
                         help="the longest ?resourceVersion=N wait, in seconds")
     parser.add_argument("--max-body", type=positive_int, default=1_048_576,
                         help="the largest request body in bytes (larger: 413)")
+    parser.add_argument("--tls-cert", metavar="FILE",
+                        help="PEM certificate chain (with its key, or --tls-key) to serve HTTPS "
+                             "with; with --credentials the default is the secure stack's "
+                             "tls/broker.pem beside the CA file")  # fmt: skip
+    parser.add_argument("--tls-key", metavar="FILE", help="PEM key of --tls-cert")
     parser.set_defaults(func=_serve)

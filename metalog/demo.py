@@ -15,7 +15,9 @@
 4. The audit: the history page of one table (renamed on the way), then `audit
    verify` of the catalog, its leader's signed checkpoints checked with the key
    (made on the first run under the state directory).
-5. The follower's lag and the leader's commit p99, scraped from the `/metrics`
+5. Over HTTP (`metalog.demo_http`): `metalog serve` on a loopback port, a watch
+   of the catalog's tables, one CreateTable, and the change the watch saw.
+6. The follower's lag and the leader's commit p99, scraped from the `/metrics`
    the demo's leader and a follower serve on loopback (`metalog.demo_metrics`).
 
 Run `python -m metalog.demo` after `metalog up` (the Makefile does both).
@@ -29,6 +31,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import requests
 from confluent_kafka import KafkaException
 from rich.console import Console
 from rich.table import Table
@@ -36,7 +39,7 @@ from rich.table import Table
 from events.checkpoint import Signer
 from events.errors import MetalogError
 from events.topics import Topics
-from metalog import demo_metrics, demo_sql, demo_write
+from metalog import demo_http, demo_metrics, demo_sql, demo_write
 from metalog.cli_follow import follow_demo
 from metalog.cli_history import history_of
 from metalog.keys import PRIVATE_NAME, generate, load_signer
@@ -159,9 +162,10 @@ def main() -> int:
                 MetricsServer(following.registry, 0) as follows,
             ):
                 read_and_audit(bootstrap, topics, config, catalog, signer, console)
+                demo_http.run(bootstrap, topics, catalog, console)
                 follower.wait_caught_up(60.0)
                 demo_metrics.report(console, catalog, leads.url, follows.url)
-    except (MetalogError, KafkaException) as exc:
+    except (MetalogError, KafkaException, requests.RequestException) as exc:
         print(f"metalog demo: error: {exc} (is the broker up? run `metalog up`)", file=sys.stderr)
         return 1
     return 0

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from events.errors import MetalogError
 from projector.telemetry import respond
 from server import commands, reads, sql, watch
+from server.auth import Guard
 from server.catalogs import Catalogs, ServerSettings
 from server.errors import BadRequest, BodyTooLarge, NotFound, RequestInvalid, ServerError
 from server.health import Readiness
@@ -72,7 +73,7 @@ def create_app(
     app.state.catalogs = catalogs
     app.state.hub = hub
     app.include_router(commands.router(catalogs))
-    app.include_router(reads.router(catalogs))
+    app.include_router(reads.router(catalogs, hub.open))
     app.include_router(sql.router(catalogs))
     app.include_router(watch.router(catalogs, hub))
 
@@ -95,8 +96,10 @@ def create_app(
 
     _handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body)
+    if settings.users is not None:
+        app.add_middleware(Guard, users=settings.users)
     app.add_middleware(Measured, metrics=metrics)
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.openapi = lambda: _openapi(app, secured=settings.users is not None)  # type: ignore[method-assign]
     return app
 
 
@@ -130,10 +133,16 @@ def _handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, unexpected)
 
 
-def _openapi(app: FastAPI) -> dict[str, Any]:
+def _openapi(app: FastAPI, *, secured: bool) -> dict[str, Any]:
     if app.openapi_schema is None:
         schema = get_openapi(title=app.title, version=app.version, summary=app.summary,
                              routes=app.routes)  # fmt: skip
+        if secured:  # server.auth: a principal's name and password, or its password as a token
+            schema.setdefault("components", {})["securitySchemes"] = {
+                "basic": {"type": "http", "scheme": "basic"},
+                "bearer": {"type": "http", "scheme": "bearer"},
+            }
+            schema["security"] = [{"basic": []}, {"bearer": []}]
         schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = (
             Problem.model_json_schema()
         )

@@ -19,6 +19,7 @@ from producers.errors import InvalidName
 from projector.follower.follower import Follower
 from projector.follower.metrics import FollowerMetrics
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
+from server.auth import Principal, Users
 from server.errors import CatalogNotServed
 
 
@@ -41,6 +42,8 @@ class ServerSettings:
         send_timeout: Seconds one write to a watcher may block before it is dropped.
         max_catalogs: The most catalogs served at once when `catalogs` is None.
         history_limit: Changes each follower keeps for watches resuming from the past.
+        users: The principals that may sign in over HTTP (None: no sign-in, as on a
+            PLAINTEXT cluster); a principal's commands go to Kafka signed in as it.
     """
 
     bootstrap: str
@@ -57,6 +60,7 @@ class ServerSettings:
     send_timeout: float = 30.0
     max_catalogs: int = 64
     history_limit: int = 100_000
+    users: Users | None = None
 
 
 class Catalogs:
@@ -70,7 +74,7 @@ class Catalogs:
     def __init__(self, settings: ServerSettings, metrics: FollowerMetrics | None = None) -> None:
         self.settings = settings
         self.metrics = metrics
-        self._clients: dict[str, MetadataClient] = {}
+        self._clients: dict[tuple[str, str | None], MetadataClient] = {}
         self._followers: dict[str, Follower] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -91,23 +95,33 @@ class Catalogs:
         except InvalidName as exc:
             raise CatalogNotServed(catalog, None, f" ({exc})") from None
         with self._lock:
-            known = set(self._clients) | set(self._followers)
+            known = {name for name, _ in self._clients} | set(self._followers)
         if catalog not in known and len(known) >= self.settings.max_catalogs:
             raise CatalogNotServed(
                 catalog, None, f" (it already serves {len(known)}, the most it may)"
             )
         return catalog
 
-    def client(self, catalog: str) -> MetadataClient:
-        """The catalog's client, made on first use (it connects on its first command)."""
+    def client(self, catalog: str, principal: Principal | None = None) -> MetadataClient:
+        """The catalog's client, made on first use (it connects on its first command).
+
+        Args:
+            catalog: The catalog written.
+            principal: Who signed in (a secured server): the client signs in to Kafka as
+                this principal and stamps its name as the actor; None: the server's own
+                `write_security` and `actor`.
+        """
         name = self.check(catalog)
+        key = (name, None if principal is None else principal.name)
         with self._lock:
-            made = self._clients.get(name)
+            made = self._clients.get(key)
             if made is None:
                 s = self.settings
-                made = self._clients[name] = MetadataClient(
-                    s.bootstrap, catalog=name, actor=s.actor, topics=s.topics,
-                    timeout=s.command_timeout, security=s.write_security,
+                security = s.write_security if principal is None else principal.security
+                actor = s.actor if principal is None else principal.name
+                made = self._clients[key] = MetadataClient(
+                    s.bootstrap, catalog=name, actor=actor, topics=s.topics,
+                    timeout=s.command_timeout, security=security,
                 )  # fmt: skip
             return made
 

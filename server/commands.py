@@ -18,13 +18,14 @@ body's `expected_resource_version`; the body's `expected_version` is a table's.
 import re
 from typing import Annotated, Any, get_args
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Request
 from pydantic import BaseModel, ConfigDict, create_model
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
 from events import commands as c
 from events.replies import Committed
+from server.auth import PRINCIPAL
 from server.catalogs import Catalogs
 from server.errors import PreconditionInvalid
 from server.problems import COMMON, documented
@@ -91,6 +92,7 @@ def _add(routes: APIRouter, catalogs: Catalogs, kind: type[c.CommandBase]) -> No
     model = request_model(kind)
 
     async def send(
+        request: Request,
         catalog: str,
         body: model,  # type: ignore[valid-type]
         if_match: Annotated[str | None, Header(description="the catalog resource_version "
@@ -102,7 +104,7 @@ def _add(routes: APIRouter, catalogs: Catalogs, kind: type[c.CommandBase]) -> No
         fields = {name: getattr(body, name) for name in body.model_fields_set}  # type: ignore[attr-defined]
         expected = expected_resource_version(if_match, fields.pop("expected_resource_version",
                                                                   None))  # fmt: skip
-        client = catalogs.client(catalog)
+        client = catalogs.client(catalog, request.scope.get(PRINCIPAL))
         method = getattr(client, _SNAKE.sub("_", kind.__name__).lower())
         committed: Committed = await run_in_threadpool(
             lambda: method(**fields, catalog=catalog, expected_resource_version=expected,

@@ -104,3 +104,49 @@ class SlowReader(ServerError):
             f"this watcher fell more than {limit} changes behind: read the stream faster, "
             "then watch again from the last resourceVersion received"
         )
+
+
+class SignInFailed(ServerError):
+    """A request to a secured server carries no credentials, or ones that match no principal.
+
+    Attributes:
+        reason: What was wrong (never the password).
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(
+            f"sign in to use this server ({reason}): send `Authorization: Basic "
+            "base64(name:password)` or `Authorization: Bearer <password>` of a principal in "
+            "the server's credentials file (docs/security.md)"
+        )
+
+
+class PermissionDenied(ServerError):
+    """A signed-in principal asked for something its roles do not allow.
+
+    Attributes:
+        principal: The user name.
+        wanted: What it asked, e.g. ``POST /v1/catalogs/c/commands/CreateTable``.
+        may: What it may do.
+    """
+
+    def __init__(self, principal: str, roles: list[str], wanted: str, may: str) -> None:
+        self.principal = principal
+        self.wanted = wanted
+        self.may = may
+        super().__init__(
+            f"principal {principal} (roles: {', '.join(roles)}) may not {wanted}: it may "
+            f"{may}; writing commands takes a principal with the client role"
+        )
+
+
+class CertificateMissing(ServerError):
+    """A secured server has no certificate to serve HTTPS with."""
+
+    def __init__(self, looked_at: str) -> None:
+        super().__init__(
+            f"a server with --credentials serves HTTPS only, and found no certificate (looked "
+            f"at {looked_at}): pass --tls-cert FILE (a PEM certificate chain with its key, or "
+            "--tls-key FILE), such as the secure stack's tls/broker.pem"
+        )

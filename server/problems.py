@@ -63,6 +63,8 @@ STATUS: tuple[tuple[type[MetalogError], int], ...] = (
     (SqlError, 400),
     (QueryError, 400),
     # The server's own refusals.
+    (se.SignInFailed, 401),
+    (se.PermissionDenied, 403),
     (se.RequestInvalid, 422),
     (se.BodyTooLarge, 413),
     (se.CatalogNotServed, 404),
@@ -141,7 +143,8 @@ def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 _DESCRIPTIONS = {
     400: "malformed request (JSON text, a header, a query parameter)",
-    403: "the cluster refused the server's principal",
+    401: "no credentials, or ones that match no principal (a secured server)",
+    403: "the principal may not do this (PermissionDenied), or the cluster refused it",
     404: "no such catalog, table or route",
     409: "a condition on the current state failed (VersionConflict carries the current version)",
     410: "resourceVersion older than the server keeps (`oldest` says what it keeps)",
@@ -152,5 +155,5 @@ _DESCRIPTIONS = {
     504: "no outcome in time (CommandOutcomeUnknown: retry with `command_id`) or a wait timed out",
 }
 
-COMMON = (400, 404, 413, 422, 500, 503)
+COMMON = (400, 401, 403, 404, 413, 422, 500, 503)
 """Statuses any route may answer."""

@@ -9,15 +9,15 @@ across processes: send the `resource_version` a write returned); past it, a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 
-from events.keys import TABLE_INFO, TABLE_NAME, TABLE_ROUTE
+from events.keys import LABEL_RULE, TABLE_INFO, TABLE_NAME, TABLE_ROUTE
 from events.labels import region_label_rows
 from events.values import LabelRuleValue, TableInfoValue, TableRouteValue
 from projector.errors import FollowerStopped
@@ -36,6 +36,17 @@ RESOURCE_VERSION = Query(
 
 RV = Annotated[str | None, RESOURCE_VERSION]
 """A route's optional `?resourceVersion=N`."""
+
+WATCH = Annotated[bool, Query(description=(
+    "stream the collection's changes after `resourceVersion` (none: from now) as NDJSON "
+    "watch events instead of listing it: the stream of `/watch?keyPrefix=` the collection's "
+    "key prefix"))]  # fmt: skip
+"""A collection's `?watch=true` (Kubernetes' list-then-watch on one route)."""
+
+Opener = Callable[[str, str | None, str | None], Awaitable[Response]]
+"""Opens a watch stream: (catalog, resourceVersion, keyPrefix) → the response (`Hub.open`)."""
+
+NDJSON = "application/x-ndjson"
 
 
 def parse_resource_version(text: str | None) -> int | None:
@@ -102,10 +113,21 @@ def _listing(image: Image, items: list[dict[str, Any]]) -> JSONResponse:
                         headers={"ETag": f'"{image.resource_version}"'})  # fmt: skip
 
 
-def router(catalogs: Catalogs) -> APIRouter:
-    """The read routes of the served catalogs."""
+def router(catalogs: Catalogs, open_watch: Opener) -> APIRouter:
+    """The read routes of the served catalogs.
+
+    Args:
+        catalogs: The served catalogs.
+        open_watch: Opens the stream of a collection's `?watch=true` (`server.watch.Hub.open`).
+    """
     routes = APIRouter(prefix="/v1/catalogs/{catalog}", tags=["reads"])
     problems = documented(*COMMON, 410, 504)
+    listed: dict[int | str, dict[str, Any]] = {
+        200: {"description": "the listing, or with `watch=true` an NDJSON stream of watch "
+                             "events (docs/http.md, Watch)",
+              "content": {NDJSON: {"schema": {"type": "string"}}}},
+        **problems,
+    }  # fmt: skip
 
     @routes.get("", response_model=CatalogState, responses=problems)
     async def catalog_state(catalog: str, resource_version: RV = None) -> JSONResponse:
@@ -116,9 +138,12 @@ def router(catalogs: Catalogs) -> APIRouter:
                              leader_epoch=image.leader_epoch)  # fmt: skip
         return JSONResponse(state.model_dump(), headers={"ETag": f'"{image.resource_version}"'})
 
-    @routes.get("/tables", response_model=Listing, responses=problems)
-    async def tables(catalog: str, resource_version: RV = None) -> JSONResponse:
+    @routes.get("/tables", response_model=Listing, responses=listed)
+    async def tables(catalog: str, resource_version: RV = None,
+                     watch: WATCH = False) -> Response:
         """The live tables (`__table_info/…`), by table id."""
+        if watch:
+            return await open_watch(catalog, resource_version, f"{TABLE_INFO}/")
         image = await image_at(catalogs, catalog, resource_version)
         items = [v.model_dump(mode="json") for _, v in _scan(image.published, TABLE_INFO)
                  if isinstance(v, TableInfoValue)]  # fmt: skip
@@ -140,9 +165,12 @@ def router(catalogs: Catalogs) -> APIRouter:
                 "route": None if route is None else route.model_dump(mode="json")}  # fmt: skip
         return JSONResponse(body, headers={"ETag": f'"{image.resource_version}"'})
 
-    @routes.get("/names", response_model=Listing, responses=problems)
-    async def names(catalog: str, resource_version: RV = None) -> JSONResponse:
+    @routes.get("/names", response_model=Listing, responses=listed)
+    async def names(catalog: str, resource_version: RV = None,
+                    watch: WATCH = False) -> Response:
         """Every table name (`__table_name/…`) and the id it points to."""
+        if watch:
+            return await open_watch(catalog, resource_version, f"{TABLE_NAME}/")
         image = await image_at(catalogs, catalog, resource_version)
         items = []
         for key, value in _scan(image.published, TABLE_NAME):
@@ -151,16 +179,22 @@ def router(catalogs: Catalogs) -> APIRouter:
                           "table_id": value.table_id})  # fmt: skip
         return _listing(image, items)
 
-    @routes.get("/routes", response_model=Listing, responses=problems)
-    async def routes_(catalog: str, resource_version: RV = None) -> JSONResponse:
+    @routes.get("/routes", response_model=Listing, responses=listed)
+    async def routes_(catalog: str, resource_version: RV = None,
+                      watch: WATCH = False) -> Response:
         """Every table's region routes (`__table_route/…`)."""
+        if watch:
+            return await open_watch(catalog, resource_version, f"{TABLE_ROUTE}/")
         image = await image_at(catalogs, catalog, resource_version)
         items = [v.model_dump(mode="json") for _, v in _scan(image.published, TABLE_ROUTE)]
         return _listing(image, items)
 
-    @routes.get("/label-rules", response_model=Listing, responses=problems)
-    async def label_rules(catalog: str, resource_version: RV = None) -> JSONResponse:
+    @routes.get("/label-rules", response_model=Listing, responses=listed)
+    async def label_rules(catalog: str, resource_version: RV = None,
+                          watch: WATCH = False) -> Response:
         """Every region label rule (`__label_rule/…`)."""
+        if watch:
+            return await open_watch(catalog, resource_version, f"{LABEL_RULE}/")
         image = await image_at(catalogs, catalog, resource_version)
         items = [r.model_dump(mode="json") for r in image.published.label_rules()
                  if isinstance(r, LabelRuleValue)]  # fmt: skip
@@ -175,11 +209,13 @@ def router(catalogs: Catalogs) -> APIRouter:
                   "region_label": r.region_label, "ranges": r.ranges} for r in rows]  # fmt: skip
         return _listing(image, items)
 
-    @routes.get("/keys", response_model=Listing, responses=problems)
+    @routes.get("/keys", response_model=Listing, responses=listed)
     async def keys(catalog: str, resource_version: RV = None,
                    key_prefix: Annotated[str, Query(alias="keyPrefix", max_length=1024)] = "",
-                   ) -> JSONResponse:  # fmt: skip
+                   watch: WATCH = False) -> Response:  # fmt: skip
         """Every key with `keyPrefix` and its value (the whole key space without one)."""
+        if watch:
+            return await open_watch(catalog, resource_version, key_prefix or None)
         image = await image_at(catalogs, catalog, resource_version)
         items = [{"key": k, "value": v.model_dump(mode="json")}
                  for k, v in sorted(image.published.items()) if k.startswith(key_prefix)]

@@ -60,6 +60,29 @@ class Hub:
                     self.catalogs.settings.history_limit)  # fmt: skip
         return made
 
+    async def open(self, catalog: str, resource_version: str | None,
+                   key_prefix: str | None) -> Response:  # fmt: skip
+        """A watch of `catalog`'s keys under `key_prefix` (None: all) after `resource_version`.
+
+        The one way a stream opens: `/watch` and every collection's `?watch=true` call it.
+
+        Returns:
+            The stream, or a 410 problem when `resource_version` is older than the history kept.
+
+        Raises:
+            InvalidResourceVersion: `resource_version` is not a whole number.
+            CatalogNotServed: The catalog is not served here.
+        """
+        wanted = parse_resource_version(resource_version)
+        changes = await self.changes(catalog)
+        now = changes.resource_version()  # before `start`: no change at or below it is missed
+        try:
+            index = changes.start(wanted)
+        except ResourceVersionTooOld as exc:
+            return problem(exc)
+        return WatchStream(changes, index, key_prefix, self.catalogs.settings,
+                           now if wanted is None else wanted, self.watches)  # fmt: skip
+
     def close(self) -> None:
         """Stop waking the loop."""
         for changes in self._changes.values():
@@ -193,14 +216,6 @@ def router(catalogs: Catalogs, hub: Hub) -> APIRouter:
         key_prefix: Annotated[str | None, Query(alias="keyPrefix", max_length=1024)] = None,
     ) -> Response:
         """Changes after `resourceVersion` (none: from now), then live, as NDJSON lines."""
-        wanted = parse_resource_version(resource_version)
-        changes = await hub.changes(catalog)
-        now = changes.resource_version()  # before `start`: no change at or below it is missed
-        try:
-            index = changes.start(wanted)
-        except ResourceVersionTooOld as exc:
-            return problem(exc)
-        return WatchStream(changes, index, key_prefix, catalogs.settings,
-                           now if wanted is None else wanted, hub.watches)
+        return await hub.open(catalog, resource_version, key_prefix)
 
     return routes

@@ -33,17 +33,18 @@ class Served:
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[[ServerSettings], Served]]:
-    """A factory: `serve(settings)` runs an app until the test ends."""
+def serve() -> Iterator[Callable[..., Served]]:
+    """A factory: `serve(settings, tls_cert=None)` runs an app until the test ends."""
     running: list[tuple[object, threading.Thread]] = []
 
-    def start(settings: ServerSettings) -> Served:
+    def start(settings: ServerSettings, tls_cert: str | None = None) -> Served:
         sock = bind("127.0.0.1", 0)
-        server = server_for(create_app(settings))
+        server = server_for(create_app(settings), tls_cert=tls_cert)
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
         running.append((server, thread))
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        scheme = "http" if tls_cert is None else "https"
+        url = f"{scheme}://127.0.0.1:{sock.getsockname()[1]}"
         for _ in range(200):
             if server.started:
                 break
