@@ -13,11 +13,6 @@ from events.topics import Topics
 from metalog.cli_args import add_cluster_options, positive_float, positive_int, security
 from producers.errors import LeaderUnavailable
 from projector.kafka.security import KafkaSecurity
-from server.app import create_app
-from server.auth import Users
-from server.catalogs import ServerSettings
-from server.errors import CertificateMissing
-from server.run import bind, server_for
 
 
 def _check_cluster(bootstrap: str, topics: Topics, config: dict[str, Any]) -> None:
@@ -43,6 +38,8 @@ def _certificate(args: argparse.Namespace, reader: KafkaSecurity) -> str:
     Raises:
         CertificateMissing: Neither is there.
     """
+    from server.errors import CertificateMissing
+
     if args.tls_cert:
         return str(args.tls_cert)
     beside = Path(reader.ca_file).parent / "broker.pem" if reader.ca_file else None
@@ -52,6 +49,13 @@ def _certificate(args: argparse.Namespace, reader: KafkaSecurity) -> str:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # The server (FastAPI, and DuckDB through its error table) loads only for `serve`:
+    # every other command builds this module's parser too.
+    from server.app import create_app
+    from server.auth import Users
+    from server.catalogs import ServerSettings
+    from server.run import bind, server_for
+
     topics = Topics(args.prefix)
     users = Users.from_file(args.credentials) if args.credentials else None
     settings = ServerSettings(

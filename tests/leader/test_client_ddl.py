@@ -160,7 +160,9 @@ def test_exchange_partition_swaps_the_ids_and_the_rules_go_with_them(
     assert _ids(orders_after) == {**old, "p0": plain.table_id}
     assert plain_after.table_id == old["p0"]
     assert orders_after.version == orders.version + 1
-    assert plain_after.version == 1  # versions count per id, and p0's id was no table's yet
+    # Versions go on per name: the table leaving `plain` takes this event's version
+    # (plain.version + 1), and the id taking the name goes on above it.
+    assert plain_after.version == plain.version + 2
     assert {orders.table_id, plain_after.table_id} <= {t.table_id for t in exchanged.tables}
     metadata = client.export()["metadata"]
     assert metadata["__table_name/greptime/public/plain"]["table_id"] == old["p0"]
