@@ -39,7 +39,7 @@ pause the cycle collector themselves (`projector.heap`); the references (the
 decode, the raw consume, the old path) run inside the same pause.
 
 With `--spark`, the same log is then replayed by the Spark batch job
-(`streaming.replay.replay_job`, `local[2]`, to the same point), its figure
+(`streaming.spark.replay.replay_job`, `local[2]`, to the same point), its figure
 beside the Python replay's: the session's start, then the job (read, decode,
 the as-of tables written to Delta), checked against the Python image's key
 count.
@@ -178,8 +178,8 @@ def _decode_s(records: list[bytes], decode: Callable[[bytes], Any] = decode_even
 
 def _spark_replay(bootstrap: str, topics: Topics, count: int, keys: int) -> dict[str, Any]:
     """The Spark batch replay of the same log to the same point; its figures."""
-    from metalog.spark_session import spark_session  # a JVM: only with --spark
-    from streaming.replay import SparkPoint, replay_job
+    from streaming.spark.replay import SparkPoint, replay_job
+    from streaming.spark.session import spark_session  # a JVM: only with --spark
 
     started = time.perf_counter()
     spark = spark_session(app_name="metalog-bench-replay")
@@ -271,7 +271,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3,
                         help="raw decode, floor and whole-log replay, taking turns this many times")
     parser.add_argument("--spark", action="store_true",
-                        help="also replay the log with the Spark batch job (streaming.replay)")
+                        help="also replay the log with the Spark batch job "
+                        "(streaming.spark.replay)")
     parser.add_argument("--state-dir", type=Path, default=None,
                         help="keep the broker's data and the built logs here, and reuse them")
     args = parser.parse_args()

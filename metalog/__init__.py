@@ -100,9 +100,6 @@ if TYPE_CHECKING:  # `X as X`: mypy's explicit re-export
         Column as Column,
     )
     from metalog.errors import (
-        JarsError as JarsError,
-    )
-    from metalog.errors import (
         StackError as StackError,
     )
     from producers.client.client import (
@@ -277,6 +274,9 @@ if TYPE_CHECKING:  # `X as X`: mypy's explicit re-export
         QueryError as QueryError,
     )
     from streaming.errors import (
+        JarsError as JarsError,
+    )
+    from streaming.errors import (
         ProjectionError as ProjectionError,
     )
 
@@ -312,8 +312,8 @@ _HOMES: dict[str, str] = {
     ),
     "producers.sql.errors": "SqlError SqlSyntaxError UnsupportedStatement",
     "projector.query.engine": "QueryError",
-    "streaming.errors": "ProjectionError",
-    "metalog.errors": "JarsError StackError",
+    "streaming.errors": "JarsError ProjectionError",
+    "metalog.errors": "StackError",
 }  # fmt: skip
 """Each exported name's module: the one place a name is added (and above, for mypy)."""
 

@@ -19,21 +19,22 @@ from pyspark.sql import SparkSession
 from events.topics import Topics
 from metalog.cli_args import add_cluster_options, security
 from metalog.cli_json import add_json_flag, print_json
-from metalog.spark_session import session_conf, spark_session
-from streaming.compact import Maintenance, compact
-from streaming.projection import (
+from streaming.spark.compact import Maintenance, compact
+from streaming.spark.jars import JVM_DIR
+from streaming.spark.projection import (
     ProjectionConfig,
     ensure_tables,
     failed,
     run_once,
     start_projection,
 )
-from streaming.session import POOL_PROPERTY, PROJECTION_POOL
+from streaming.spark.session import session_conf, spark_session
+from streaming.spark.settings import POOL_PROPERTY, PROJECTION_POOL
 
 DEFAULT_ROOT = ".metalog/projection"
 
 
-FAIR_POOLS = Path(__file__).parent / "jvm" / "fairscheduler.xml"
+FAIR_POOLS = JVM_DIR / "fairscheduler.xml"
 """The scheduler pools: the projection's micro-batches first, compaction with what is left."""
 
 FAIR_CONF = {"spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(FAIR_POOLS)}

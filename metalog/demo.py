@@ -10,7 +10,7 @@
    datanode watcher reports the regions it opens.
 3. The Spark projection (`availableNow`) folds the events topic into the
    Delta change feed, and `table_name` and `region_label` are read back
-   through the merged read path without a JVM (`streaming.read.read_current`:
+   through the merged read path without a JVM (`streaming.readers.read.read_current`:
    deltalake + DuckDB) and printed.
 4. The audit: the history page of one table (renamed on the way), then `audit
    verify` of the catalog, its leader's signed checkpoints checked with the key
@@ -46,8 +46,8 @@ from projector.audit.read import verify_topic
 from projector.audit.verify import Verifier
 from projector.follower.follower import Follower
 from streaming.errors import OldCheckpoint
-from streaming.projection import ProjectionConfig, run_once
-from streaming.read import read_current
+from streaming.readers.read import read_current
+from streaming.spark.projection import ProjectionConfig, run_once
 
 
 def print_rows(
@@ -80,7 +80,7 @@ def watch_datanode(bootstrap: str, topics: Topics, catalog: str, console: Consol
 
 def project(bootstrap: str, topics: Topics, config: StackConfig, catalog: str) -> None:
     """Fold the events topic into Delta and print this catalog's names and labels."""
-    from metalog.spark_session import spark_session  # starts a JVM: import only when run
+    from streaming.spark.session import spark_session  # starts a JVM: import only when run
 
     root = config.state_dir / "demo" / "projection"
     projection = ProjectionConfig(

@@ -18,7 +18,6 @@ import subprocess
 from dataclasses import replace
 from typing import Any
 
-from metalog import jars
 from metalog.errors import StackError
 from metalog.stack import (
     FORMAT_TIMEOUT_S,
@@ -36,6 +35,7 @@ from metalog.stack import down as stop_node
 from metalog.stack_config import StackConfig, log4j2_properties, server_properties
 from projector.kafka.security import PLAINTEXT
 from projector.kafka.topics import create_metalog_topics
+from streaming.spark import jars
 
 REPLICATION = {
     "default.replication.factor": "3",

@@ -4,7 +4,7 @@
 --delta-dir DIR` runs the same queries over the projection's current-state
 tables as over a follower's image. Each relation has the columns the image's
 relation has (`projector.query.relations.SCHEMAS`), built from one catalog's
-rows of the merged read (`streaming.read.read_current`: the compacted per-kind
+rows of the merged read (`streaming.readers.read.read_current`: the compacted per-kind
 tables and the newer tail of `changes`); `table_route` has one row per region,
 as the image's does. A Delta table is read once per source, the first time a
 relation or lookup needs it.
@@ -21,7 +21,7 @@ from deltalake.exceptions import TableNotFoundError
 from events.values import LabelRuleValue, TableInfoValue
 from projector.query.engine import QueryError
 from projector.query.relations import SCHEMAS, options_text
-from streaming.read import read_current
+from streaming.readers.read import read_current
 
 _TIDB_VIEWS = frozenset({"region_label", "attributes"})
 

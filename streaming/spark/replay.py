@@ -1,7 +1,7 @@
 """Replay in Spark: the as-of image of every catalog, for logs too big for one process.
 
 A batch job: `spark.read.format("kafka")` of the events topic up to ending
-offsets (the end, by default), decoded with `streaming.decode` (no Python
+offsets (the end, by default), decoded with `streaming.spark.decode` (no Python
 UDF), cut per catalog at the point, and folded with DataFrame operations into
 three tables: `asof_head` (every committed change), `asof_published` (what
 followers showed) and `asof_catalog` (each catalog's resource_version and
@@ -30,7 +30,7 @@ from datetime import datetime
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from streaming.decode import CHANGE_TYPES, decode, intent_type
+from streaming.spark.decode import CHANGE_TYPES, decode, intent_type
 
 TABLES: tuple[str, ...] = ("asof_head", "asof_published", "asof_catalog")
 """The tables `replay_job` writes."""

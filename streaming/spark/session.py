@@ -13,10 +13,10 @@ from pyspark.errors import PySparkRuntimeError
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
-from metalog.errors import SparkStartError
-from metalog.jars import local_fs_jar, spark_jars
+from streaming.errors import SparkStartError
+from streaming.spark.jars import local_fs_jar, spark_jars
 
-# from_avro/to_avro come from the spark-avro jar on spark.jars (see metalog/jvm/spark-pom.xml).
+# from_avro/to_avro come from the spark-avro jar on spark.jars (see jvm/spark-pom.xml).
 BASE_CONF: dict[str, str] = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -40,7 +40,7 @@ LOCAL_CONF: dict[str, str] = {
 # Hadoop's local file system forks `chmod` and `readlink` for every file it writes
 # without its native library: about thirty processes per micro-batch, 3 ms each on
 # the critical path. The driver of a `local[…]` master runs every task; the jar
-# (`metalog.jars.local_fs_jar`) is on its classpath from the start, since spark-submit
+# (`streaming.spark.jars.local_fs_jar`) is on its classpath from the start, since spark-submit
 # reads the `spark.jars` paths through this file system. A cluster's checkpoints and
 # tables live on shared storage, not `file:` paths.
 FORKLESS_FS: dict[str, str] = {

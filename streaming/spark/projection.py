@@ -1,20 +1,20 @@
 """The Spark Structured Streaming projection of `metalog.events` into Delta tables.
 
-Kafka (read_committed) → the envelope of each record (`streaming.decode.envelope`;
+Kafka (read_committed) → the envelope of each record (`streaming.spark.decode.envelope`;
 the raw bytes ride along) → `groupBy(partition)` + `transformWithStateInPandas` with
-`streaming.fold.PartitionFold` (sequencing, gap holding and publication gating
+`streaming.spark.fold.PartitionFold` (sequencing, gap holding and publication gating
 per catalog, state in the RocksDB state store) → per micro-batch, in
 `foreachBatch`, one append to `changes` (the released changes as logged, and
-the catalogs' new positions: `streaming.changes`; readers render them), and
+the catalogs' new positions: `streaming.spark.changes`; readers render them), and
 one to `quarantine` when a record did not decode or came from a fenced leader.
 Beside it, a second query (the log query) appends every record to
 `metadata_log`. No MERGE and no state read from Delta on the hot path. Every
-append's commit carries the batch's tag (`streaming.sink`), so a batch
+append's commit carries the batch's tag (`streaming.spark.sink`), so a batch
 replayed after a crash writes nothing twice.
 
 Current state is read by merging the compacted per-kind tables with the newer
-tail of `changes` (`streaming.current`, `streaming.read`); the compaction
-(`streaming.compact`) runs off the hot path, in its own FAIR pool.
+tail of `changes` (`streaming.spark.current`, `streaming.readers.read`); the compaction
+(`streaming.spark.compact`) runs off the hot path, in its own FAIR pool.
 """
 
 from __future__ import annotations
@@ -29,20 +29,20 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
-from streaming import checkpoint, sink
-from streaming.changes import (
+from streaming.errors import OldCheckpoint, ProjectionError
+from streaming.layout import CHANGES
+from streaming.spark import checkpoint, sink
+from streaming.spark.changes import (
     INDEXED_COLUMNS,
     change_rows,
     log_rows,
     quarantine_rows,
     table_schemas,
 )
-from streaming.decode import envelope, split
-from streaming.errors import OldCheckpoint, ProjectionError
-from streaming.fold import FOLD_INPUT, FOLD_OUTPUT, PLACE_COLUMNS, PartitionFold
-from streaming.layout import CHANGES
-from streaming.queries import Projection
-from streaming.session import LOG_POOL, configure, fold_partitions, scheduler_pool
+from streaming.spark.decode import envelope, split
+from streaming.spark.fold import FOLD_INPUT, FOLD_OUTPUT, PLACE_COLUMNS, PartitionFold
+from streaming.spark.queries import Projection
+from streaming.spark.settings import LOG_POOL, configure, fold_partitions, scheduler_pool
 
 LOG = logging.getLogger(__name__)
 
@@ -230,17 +230,17 @@ def events_stream(spark: SparkSession, config: ProjectionConfig) -> tuple[DataFr
     and unpublished changes come as they are in the topic.
 
     Args:
-        spark: A session with the Kafka source and Avro (`metalog.spark_session`).
+        spark: A session with the Kafka source and Avro (`streaming.spark.session`).
         config: Where to read (`bootstrap`, `topic`, `max_offsets_per_trigger`).
 
     Returns:
-        `streaming.decode.split` of the source: (events, quarantine).
+        `streaming.spark.decode.split` of the source: (events, quarantine).
     """
     return split(kafka_source(spark, config))
 
 
 def folded(raw: DataFrame) -> DataFrame:
-    """The fold over a stream of Kafka rows: `streaming.fold.FOLD_OUTPUT` rows.
+    """The fold over a stream of Kafka rows: `streaming.spark.fold.FOLD_OUTPUT` rows.
 
     Only the envelope is decoded before the shuffle by Kafka partition (a catalog's
     records all live in one), and only what the gate reads is shuffled (`FOLD_INPUT`;
@@ -262,7 +262,7 @@ def start_projection(spark: SparkSession, config: ProjectionConfig) -> Projectio
     logged twice.
 
     Args:
-        spark: A session with the Kafka source, Delta and Avro (`metalog.spark_session`).
+        spark: A session with the Kafka source, Delta and Avro (`streaming.spark.session`).
         config: Where to read and write.
 
     Returns:

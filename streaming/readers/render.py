@@ -1,7 +1,7 @@
 """`changes` rows rendered into one per-kind table's rows, in Python (no JVM).
 
-`streaming.changes.Renderer` does the same in Spark; both give the rows
-`streaming.tables.VALUE_COLUMNS` declares. `kind_rows` turns one released
+`streaming.spark.changes.Renderer` does the same in Spark; both give the rows
+`streaming.spark.tables.VALUE_COLUMNS` declares. `kind_rows` turns one released
 change into the rows one table shows: its mutations of keys that table
 takes, each with the table's columns by name plus `op` and `pos` (the
 mutation's place in its change). A DELETE has only its key columns.

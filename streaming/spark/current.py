@@ -1,6 +1,6 @@
 """Current state in Spark: the compacted per-kind tables merged with the newer tail of `changes`.
 
-    >>> from streaming.current import current, register_views
+    >>> from streaming.spark.current import current, register_views
     >>> current(spark, "/data/metalog/tables", "table_info").show()
     >>> register_views(spark, "/data/metalog/tables")
     >>> spark.sql("SELECT * FROM region_label WHERE catalog = 'c'").show()
@@ -9,13 +9,13 @@
 A row is the latest visible one of its (catalog, key), DELETEs removed: the
 compacted table's row unless `changes` holds a newer one for the key (by
 resource_version, then position in the change). Only `changes` rows after the
-last compaction's batch are read, and rendered (`streaming.changes.Renderer`).
+last compaction's batch are read, and rendered (`streaming.spark.changes.Renderer`).
 The compacted table may already be ahead of the `compaction` record (a
 compaction that has written its tables but not yet its record): the
 comparison by resource_version keeps that correct, the record only bounds
 how much of `changes` is read.
 
-`streaming.read.read_current` is the same read without a JVM.
+`streaming.readers.read.read_current` is the same read without a JVM.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from streaming.changes import Renderer
 from streaming.layout import CHANGES, COMPACTION, KIND_TABLES, KINDS, STATE_TABLE, key_columns
+from streaming.spark.changes import Renderer
 
 
 def _path(root: str, table: str) -> str:
@@ -120,7 +120,7 @@ def register_views(spark: SparkSession, root: str) -> None:
 
 
 def change_feed(spark: SparkSession, root: str) -> DataFrame:
-    """`changes` as a stream of rendered rows (`streaming.changes.Renderer`): every
+    """`changes` as a stream of rendered rows (`streaming.spark.changes.Renderer`): every
     released mutation once, and every catalog's new position, in the order they
     became visible per catalog.
 

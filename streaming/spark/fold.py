@@ -50,7 +50,7 @@ from projector.fold.gate import Envelope, Gate, GateState
 FOLD_INPUT = ("catalog", "resource_version", "leader_epoch", "logged_schema_epoch", "intent",
               "table_ids", "keys", "assign_epoch", "assign_resource_versions",
               "stable_epoch_to", "publish_mode", "partition", "offset", "value")
-"""The `streaming.decode.envelope` columns the gate reads (and the order of the records)."""
+"""The `streaming.spark.decode.envelope` columns the gate reads (and the order of the records)."""
 
 PLACE_COLUMNS = ("topic", "kafka_timestamp", "record_key", "reason")
 """The envelope columns only a record that did not decode keeps (to be quarantined with)."""

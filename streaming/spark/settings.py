@@ -1,6 +1,6 @@
 """The projection's Spark session: its confs and the FAIR scheduler pools its jobs run in.
 
-The pools are defined in `metalog/jvm/fairscheduler.xml`: the fold's micro-batches
+The pools are defined in `streaming/spark/jvm/fairscheduler.xml`: the fold's micro-batches
 first, the log query and the compaction with what is left.
 """
 
@@ -22,7 +22,7 @@ LOG_POOL = "metalog-log"
 current state: a fold task waits for none of its tasks)."""
 
 COMPACTION_POOL = "metalog-compaction"
-"""The pool of OPTIMIZE/VACUUM jobs (`streaming.compact.Maintenance`)."""
+"""The pool of OPTIMIZE/VACUUM jobs (`streaming.spark.compact.Maintenance`)."""
 
 STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -65,7 +65,7 @@ SESSION_CONF = {
 @contextmanager
 def scheduler_pool(spark: SparkSession, pool: str) -> Iterator[None]:
     """Jobs started in the block (and queries started there, for good) run in the FAIR
-    scheduler pool `pool` (a pool `metalog/jvm/fairscheduler.xml` does not define runs
+    scheduler pool `pool` (a pool `streaming/spark/jvm/fairscheduler.xml` does not define runs
     with the defaults)."""
     context = spark.sparkContext
     before = context.getLocalProperty(POOL_PROPERTY)

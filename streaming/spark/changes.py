@@ -23,8 +23,8 @@ Rendering a change into one typed row per mutation costs the hot path more
 than the fold (docs/benchmarks/projection.md), so the readers do it:
 `Renderer` gives the rows the per-kind tables are built from — Spark's
 merged read of current state and a streaming follower of the feed read
-`changes` through it (`streaming.current`); `streaming.render` does the same
-without a JVM, for `streaming.read` and the compaction.
+`changes` through it (`streaming.spark.current`); `streaming.readers.render` does the same
+without a JVM, for `streaming.readers.read` and the compaction.
 """
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-from streaming.decode import KAFKA_SCHEMA, envelope, mutations_column
-from streaming.fold import FOLD_OUTPUT
 from streaming.layout import (
     CHANGES,
     COMPACTION,
@@ -44,7 +42,9 @@ from streaming.layout import (
     STATE_TABLE,
     TRAILER,
 )
-from streaming.tables import VALUE_COLUMNS, kind_of, table_filter
+from streaming.spark.decode import KAFKA_SCHEMA, envelope, mutations_column
+from streaming.spark.fold import FOLD_OUTPUT
+from streaming.spark.tables import VALUE_COLUMNS, kind_of, table_filter
 
 INDEXED_COLUMNS = 4
 """`changes`' leading columns with file statistics, through `batch_id` (what readers
@@ -63,7 +63,7 @@ def change_rows(folded: DataFrame) -> DataFrame:
     """`changes` rows of a folded batch: its released changes and moved catalogs.
 
     Args:
-        folded: `streaming.fold.FOLD_OUTPUT` rows of one micro-batch plus its
+        folded: `streaming.spark.fold.FOLD_OUTPUT` rows of one micro-batch plus its
             `batch_id` column.
     """
     state = F.when(F.col("row_type") == "state", F.struct(*STATE_COLUMNS))
@@ -133,7 +133,7 @@ def rendered(changes: DataFrame) -> DataFrame:
 
 def log_rows(raw: DataFrame) -> DataFrame:
     """Rows of `metadata_log` from Kafka rows: every record that decodes, with its position
-    and raw bytes (`streaming.decode.envelope` without the lists)."""
+    and raw bytes (`streaming.spark.decode.envelope` without the lists)."""
     return envelope(raw, lists=False).where(F.col("catalog").isNotNull()).select(
         "catalog", "resource_version", "intent", "event_id", "leader_epoch",
         F.col("logged_schema_epoch").alias("schema_epoch"), "occurred_at", "topic", "partition",

@@ -2,8 +2,8 @@
 
 `compact` needs no Spark: it opens `changes` at its latest Delta version,
 rewrites each per-kind table whose kind has newer rows with its merged
-current state (`streaming.read.merged`: the table and the newer changes,
-rendered by `streaming.render`; DuckDB and `deltalake`), then appends a
+current state (`streaming.readers.read.merged`: the table and the newer changes,
+rendered by `streaming.readers.render`; DuckDB and `deltalake`), then appends a
 `compaction` row with the batch and version it reached. Readers merge the
 tables with the rows after that batch, so a compaction changes what they read
 by nothing but speed; until it runs, the tail they merge grows by one batch
@@ -16,7 +16,7 @@ Delta snapshots per table, whatever its size.
 (`COMPACTION_NICENESS`): in a thread of the driver it held the driver's interpreter
 lock for seconds, and every call a micro-batch's `foreachBatch` makes into the JVM
 waited for it. OPTIMIZE/VACUUM run in a FAIR scheduler pool of their own
-(`streaming.session.COMPACTION_POOL`) so a micro-batch never waits for them.
+(`streaming.spark.settings.COMPACTION_POOL`) so a micro-batch never waits for them.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
 from streaming.layout import CHANGES, COMPACTION, KIND_TABLES
-from streaming.session import COMPACTION_POOL, POOL_PROPERTY
+from streaming.spark.settings import COMPACTION_POOL, POOL_PROPERTY
 
 LOG = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def compact(root: str) -> Compaction | None:
     """
     # Imported here: every `metalog` command imports this module (its CLI's
     # defaults), and DuckDB, once imported, prints leak reports at some exits.
-    from streaming.read import compacted_batch, merged, query, table_uri, tails
+    from streaming.readers.read import compacted_batch, merged, query, table_uri, tails
 
     changes = DeltaTable(table_uri(root, CHANGES))  # the version this compaction reaches
     after = compacted_batch(root)

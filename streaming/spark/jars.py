@@ -8,7 +8,7 @@ Two classpaths and a jar of metalog's own, three directories:
   Any artifact that ``pyspark/jars`` already ships is excluded, so Spark never
   sees two copies of a library;
 - ``local-fs/``: ``metalog-local-fs.jar``, compiled from ``jvm/java`` against
-  pyspark's Hadoop (``metalog.spark_session.FORKLESS_FS``).
+  pyspark's Hadoop (``streaming.spark.session.FORKLESS_FS``).
 
 The cache lives in ``~/.cache/metalog/jars/<key>/`` (root overridable with
 ``METALOG_CACHE_DIR``), where ``<key>`` is the first 12 hex digits of the
@@ -16,7 +16,7 @@ SHA-256 of the POMs, the Maven settings, the Java sources and the pyspark
 version. A resolution fills a temporary directory that is renamed into place at
 the end, so an interrupted run never leaves a half-filled cache behind.
 
-Run ``python -m metalog.jars`` to resolve and print the paths.
+Run ``python -m streaming.spark.jars`` to resolve and print the paths.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from metalog.errors import JarsError
+from streaming.errors import JarsError
 
 JVM_DIR = Path(__file__).parent / "jvm"
 BROKER_POM = JVM_DIR / "broker-pom.xml"

@@ -1,12 +1,12 @@
 """Read the projection's Delta tables without a JVM (`deltalake` + DuckDB over Arrow).
 
-    >>> from streaming.read import read_current, read_table, read_rows
+    >>> from streaming.readers.read import read_current, read_table, read_rows
     >>> read_current("/data/metalog/tables", "table_info")   # current state, a pyarrow.Table
     >>> read_rows("/data/metalog/tables", "metadata_log")    # one table as stored, as dicts
 
 `read_current` is the documented read path of current state: the compacted
 per-kind table merged with the newer tail of `changes` (rendered by
-`streaming.render`), exactly as `streaming.current.current` does it in Spark
+`streaming.readers.render`), exactly as `streaming.spark.current.current` does it in Spark
 (see there). `read_table` reads
 one table as stored; a per-kind table read that way lags by the compaction
 period.
@@ -31,7 +31,7 @@ from streaming.layout import (
     TABLES,
     key_columns,
 )
-from streaming.render import kind_of, kind_rows
+from streaming.readers.render import kind_of, kind_rows
 
 
 def table_uri(root: str, name: str) -> str:
@@ -127,7 +127,7 @@ def merged(compacted_table: DeltaTable, kind: str, tail: Rows) -> pa.Table:
 
 def tails(changes: DeltaTable, kinds: Collection[str], after: int) -> dict[str, Rows]:
     """Each per-kind table's rows of the `changes` rows after batch `after`, rendered
-    (`streaming.render`), with `op` and `pos`.
+    (`streaming.readers.render`), with `op` and `pos`.
 
     The tail is read once and each released record decoded once, whatever number of
     kinds it shows in (a table's create shows in most).
@@ -158,7 +158,7 @@ def tails(changes: DeltaTable, kinds: Collection[str], after: int) -> dict[str, 
 
 
 def _merge(compacted: pa.Table, tail: pa.Table, kind: str, columns: list[str]) -> pa.Table:
-    """`streaming.current.merge` in DuckDB over the two Arrow tables.
+    """`streaming.spark.current.merge` in DuckDB over the two Arrow tables.
 
     Args:
         compacted: The per-kind table as stored.
