@@ -55,9 +55,9 @@ from bench.projection_merged import merged_read
 from bench.rate import RateRun, RateThread
 from bench.workload import Workload, encoded, produce
 from events.topics import Topics
-from metalog import stack
-from metalog.cli_project import FAIR_CONF
-from metalog.stack_config import StackConfig
+from metalog.cli.project import FAIR_CONF
+from metalog.stack import broker as stack
+from metalog.stack.config import StackConfig
 from projector.kafka.topics import create_metalog_topics
 from streaming.spark.compact import Maintenance
 from streaming.spark.projection import ProjectionConfig

@@ -26,7 +26,7 @@ stopped at the end; prints one JSON document). Phases, in one run:
   is the ratio of the medians, each round's is listed beside it;
 - a snapshot written 1,000 events below a point near the end, then the
   replay to the point from it (load + the tail);
-- the history of one table (`metalog.cli_history.history_of`): reads the
+- the history of one table (`metalog.cli.history.history_of`): reads the
   records raw, follows the lineages from their bytes and decodes only the
   events the history needs (`projector.audit.history_raw`); beside it the raw
   consume of the same records (the floor: reading them from Kafka in batches,
@@ -77,9 +77,9 @@ from bench.workload import Workload, produce
 from events.codec import decode_event, encode_event
 from events.intents import TableCreated
 from events.topics import Topics
-from metalog import stack
-from metalog.cli_history import history_of
-from metalog.stack_config import StackConfig
+from metalog.cli.history import history_of
+from metalog.stack import broker as stack
+from metalog.stack.config import StackConfig
 from projector.audit.history import table_history
 from projector.heap import collector_paused
 from projector.kafka.clients import new_consumer, next_batch

@@ -204,6 +204,9 @@ if TYPE_CHECKING:  # `X as X`: mypy's explicit re-export
     from producers.leader.owner import (
         LeaderOptions as LeaderOptions,
     )
+    from producers.sql.engine import (
+        QueryError as QueryError,
+    )
     from producers.sql.errors import (
         SqlError as SqlError,
     )
@@ -270,9 +273,6 @@ if TYPE_CHECKING:  # `X as X`: mypy's explicit re-export
     from projector.kafka.security import (
         load_credentials as load_credentials,
     )
-    from projector.query.engine import (
-        QueryError as QueryError,
-    )
     from streaming.errors import (
         JarsError as JarsError,
     )
@@ -311,7 +311,7 @@ _HOMES: dict[str, str] = {
         "ResourceVersionTooOld SequenceGap SnapshotError StaleLeader TopicError WaitTimeout"
     ),
     "producers.sql.errors": "SqlError SqlSyntaxError UnsupportedStatement",
-    "projector.query.engine": "QueryError",
+    "producers.sql.engine": "QueryError",
     "streaming.errors": "JarsError ProjectionError",
     "metalog.errors": "StackError",
 }  # fmt: skip

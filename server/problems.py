@@ -16,9 +16,9 @@ from starlette.responses import JSONResponse
 
 from events.errors import MetalogError
 from producers import errors as pe
+from producers.sql.engine import QueryError
 from producers.sql.errors import SqlError
 from projector import errors as fe
-from projector.query.engine import QueryError
 from server import errors as se
 
 PROBLEM_JSON = "application/problem+json"

@@ -1,9 +1,9 @@
 """Where a query's relations come from: a follower's image, or another copy of the state.
 
 `Engine` reads a catalog through a `Source`: the Arrow relations
-(`projector.query.relations.RELATIONS`) and the two lookups that `SHOW CREATE
+(`producers.sql.relations.RELATIONS`) and the two lookups that `SHOW CREATE
 TABLE` and `SHOW ATTRIBUTES` need. `ImageSource` is a published view; the Spark
-projection's Delta tables are another (`streaming.relations.DeltaSource`).
+projection's Delta tables are another (`producers.sql.delta_source.DeltaSource`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Protocol
 import pyarrow as pa
 
 from events.values import LabelRuleValue, TableInfoValue
+from producers.sql.relations import relation
 from projector.fold.image import Image
-from projector.query.relations import relation
 
 
 class Source(Protocol):

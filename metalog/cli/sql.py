@@ -15,12 +15,12 @@ from rich.text import Text
 
 from events.errors import MetalogError
 from events.topics import Topics
-from metalog.cli_args import add_cluster_options, positive_float, positive_int, security
+from metalog.cli.args import add_cluster_options, positive_float, positive_int, security
 
 if TYPE_CHECKING:
     # Imported where a statement runs: sqlglot and DuckDB cost every other command
     # their import time, and DuckDB's bindings print leak warnings at exit.
-    from metalog.sql import Applied, SqlSession
+    from producers.sql.session import Applied, SqlSession
 
 HISTORY = Path.home() / ".metalog_sql_history"
 PROMPT, MORE = "metalog> ", "     ... "
@@ -74,7 +74,7 @@ def _print(console: Console, applied: list[Applied]) -> None:
 
 
 def _run(session: SqlSession, text: str, args: argparse.Namespace, console: Console) -> None:
-    from metalog.sql import StatementRejected
+    from producers.sql.session import StatementRejected
 
     try:
         applied = session.run(text)
@@ -146,8 +146,8 @@ def _sql(args: argparse.Namespace) -> int:
     # One line says why the cluster cannot be reached; librdkafka's chatter would repeat it.
     logging.getLogger("projector.follower.follower").setLevel(logging.CRITICAL)
     logging.getLogger("metalog.kafka").setLevel(logging.CRITICAL)
-    from metalog.sql import SqlSession
     from producers.sql import translate as t
+    from producers.sql.session import SqlSession
 
     console = Console()
     settings = t.Settings(

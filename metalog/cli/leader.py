@@ -11,16 +11,16 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from events.topics import Topics
-from metalog.cli_args import add_credentials_flag, positive_float, positive_int, security
-from metalog.cli_json import add_json_flag, log_status
-from metalog.cli_metrics import add_metrics_flags, serving_metrics
-from metalog.keys import load_signer
-from metalog.stack_config import StackConfig
+from metalog.cli.args import add_credentials_flag, positive_float, positive_int, security
+from metalog.cli.metrics import add_metrics_flags, serving_metrics
+from metalog.cli.output import add_json_flag, log_status
+from metalog.stack.config import StackConfig
 from producers.leader.health import liveness, readiness
 from producers.leader.leader import Leader
 from producers.leader.local import CheckpointSchedule
 from producers.leader.metrics import LeaderMetrics
 from producers.leader.owner import LeaderOptions
+from projector.checkpoint_keys import load_signer
 
 
 def _leader(args: argparse.Namespace) -> int:

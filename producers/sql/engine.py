@@ -30,9 +30,9 @@ from events.labels import (
     table_rule_ranges,
 )
 from events.values import LabelRuleValue, TableInfoValue
+from producers.sql.relations import RELATIONS
+from producers.sql.source import ImageSource, Source
 from projector.fold.image import Image
-from projector.query.relations import RELATIONS
-from projector.query.source import ImageSource, Source
 
 EXPRESSION_OPTIONS = frozenset({"TTL"})
 """Table options whose value is an SQL expression, printed as is (TiDB's `TTL = c + INTERVAL

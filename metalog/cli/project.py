@@ -17,8 +17,8 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from events.topics import Topics
-from metalog.cli_args import add_cluster_options, security
-from metalog.cli_json import add_json_flag, print_json
+from metalog.cli.args import add_cluster_options, security
+from metalog.cli.output import add_json_flag, print_json
 from streaming.spark.compact import Maintenance, compact
 from streaming.spark.jars import JVM_DIR
 from streaming.spark.projection import (
@@ -51,7 +51,7 @@ def submit_argv(args: argparse.Namespace) -> list[str]:
             "--jars", conf.pop("spark.jars")]  # fmt: skip
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
-    argv += [str(Path(__file__).with_name("cli.py")), "project", "--master", args.master,
+    argv += [str(Path(__file__).with_name("commands.py")), "project", "--master", args.master,
              "--bootstrap", args.bootstrap, "--prefix", args.prefix,
              "--delta-dir", str(Path(args.delta_dir).absolute()),
              "--checkpoint", str(Path(args.checkpoint).absolute()),

@@ -4,8 +4,8 @@ TiDB's statements run as a user would type them, through the command line itself
 (`metalog.cli.main`): a partitioned CREATE TABLE, `ATTRIBUTES` on the table and on a
 partition (the partition's own label wins over the inherited one), then
 `INFORMATION_SCHEMA.REGION_LABEL`, `SHOW ATTRIBUTES` and `SHOW CREATE TABLE` read back
-through a follower's image. `metalog.demo_write` runs it while its leader serves;
-`python -m metalog.demo_sql` runs it alone, with a leader of its own.
+through a follower's image. `metalog.demo.write` runs it while its leader serves;
+`python -m metalog.demo.sql` runs it alone, with a leader of its own.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from rich.console import Console
 from events.errors import MetalogError
 from events.topics import Topics
 from metalog.cli import main as metalog
-from metalog.stack_config import StackConfig
+from metalog.stack.config import StackConfig
 from producers.leader.leader import Leader
 
 WRITES = """\

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from metalog.stack_config import StackConfig
+from metalog.stack.config import StackConfig
 from projector.kafka.security import CREDENTIALS_ENV, KafkaSecurity, security_for
 
 

@@ -52,7 +52,7 @@ class StackConfig:
         heap: the JVM heap (``-Xmx``), e.g. ``512m``.
         topic_prefix: prefix of the four metalog topics.
         partitions: partition count of the metalog topics when they are created.
-        secure: SASL_SSL, principals and ACLs on the client listener (`metalog.stack_secure`).
+        secure: SASL_SSL, principals and ACLs on the client listener (`metalog.stack.secure`).
     """
 
     state_dir: Path
@@ -157,7 +157,7 @@ def server_properties(config: StackConfig, overrides: dict[str, str] | None = No
         "log.retention.check.interval.ms": "60000",
     }
     props.update(overrides or {})
-    lines = ["# Written by metalog.stack on every `up`; edit StackConfig instead."]
+    lines = ["# Written by metalog.stack.broker on every `up`; edit StackConfig instead."]
     lines += [f"{key}={value}" for key, value in props.items()]
     return "\n".join(lines) + "\n"
 

@@ -1,9 +1,9 @@
 """`make demo`: the whole pipeline on the embedded default (the local broker + Spark).
 
-1. Clients change a fresh catalog through a running leader (`metalog.demo_write`):
+1. Clients change a fresh catalog through a running leader (`metalog.demo.write`):
    a race with visible `VersionConflict`s, a rename, labels on a table and a
    partition, a stale resource_version, a region failover, the export; then
-   `metalog sql` (`metalog.demo_sql`) creates a partitioned table, labels it and a
+   `metalog sql` (`metalog.demo.sql`) creates a partitioned table, labels it and a
    partition with `ATTRIBUTES`, and reads `INFORMATION_SCHEMA.REGION_LABEL`,
    `SHOW ATTRIBUTES` and `SHOW CREATE TABLE` back.
 2. A follower catches up on the catalog and prints its published view, and a
@@ -34,16 +34,17 @@ from rich.table import Table
 from events.checkpoint import Signer
 from events.errors import MetalogError
 from events.topics import Topics
-from metalog import demo_sql, demo_write
-from metalog.cli_follow import follow_demo
-from metalog.cli_history import history_of
-from metalog.keys import PRIVATE_NAME, generate, load_signer
-from metalog.stack_config import StackConfig
+from metalog.cli.follow import follow_demo
+from metalog.cli.history import history_of
+from metalog.demo import sql as demo_sql
+from metalog.demo import write as demo_write
+from metalog.stack.config import StackConfig
 from producers.leader.local import CheckpointSchedule
 from projector.audit.faults import AuditFailed
 from projector.audit.page import history_page
 from projector.audit.read import verify_topic
 from projector.audit.verify import Verifier
+from projector.checkpoint_keys import PRIVATE_NAME, generate, load_signer
 from projector.follower.follower import Follower
 from streaming.errors import OldCheckpoint
 from streaming.readers.read import read_current

@@ -9,7 +9,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from events.topics import Topics
-from metalog.cli_args import add_cluster_options, positive_float, positive_int, security
+from metalog.cli.args import add_cluster_options, positive_float, positive_int, security
 from producers.errors import LeaderUnavailable
 from server.app import create_app
 from server.catalogs import ServerSettings

@@ -24,9 +24,9 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from metalog import stack_secure
 from metalog.errors import StackError
-from metalog.stack_config import StackConfig, log4j2_properties, server_properties
+from metalog.stack import secure as stack_secure
+from metalog.stack.config import StackConfig, log4j2_properties, server_properties
 from projector.kafka.clients import CLIENT_SETTINGS
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
 from projector.kafka.topics import create_metalog_topics

@@ -26,11 +26,11 @@ from producers.kafka.errors import kafka_error
 from projector.audit.faults import AuditFailed
 from projector.errors import AccessDenied, BundleDamaged, CredentialsError, FollowerStopped
 
-COMMAND_MODULES: tuple[str, ...] = ("metalog.cli_stack", "metalog.cli_leader",
-                                   "metalog.cli_project", "metalog.cli_follow",
-                                   "metalog.cli_sql", "metalog.cli_replay",
-                                   "metalog.cli_audit", "metalog.cli_keys",
-                                   "metalog.cli_serve")
+COMMAND_MODULES: tuple[str, ...] = ("metalog.cli.stack", "metalog.cli.leader",
+                                   "metalog.cli.project", "metalog.cli.follow",
+                                   "metalog.cli.sql", "metalog.cli.replay",
+                                   "metalog.cli.audit", "metalog.cli.keys",
+                                   "metalog.cli.serve")
 
 EXIT_USAGE = 2
 """A usage error (argparse's own code)."""

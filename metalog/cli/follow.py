@@ -17,15 +17,15 @@ from rich.table import Table
 from events.errors import MetalogError
 from events.labels import format_attributes
 from events.topics import Topics
-from metalog.cli_args import add_cluster_options, positive_float, security
-from metalog.cli_json import (
+from metalog.cli.args import add_cluster_options, positive_float, security
+from metalog.cli.metrics import add_metrics_flags, serving_metrics
+from metalog.cli.output import (
     add_json_flag,
     change_document,
     image_document,
     print_json,
     snapshot_document,
 )
-from metalog.cli_metrics import add_metrics_flags, serving_metrics
 from producers.kafka.errors import kafka_error
 from projector.errors import AccessDenied, FollowerError, FollowerStopped, SnapshotError
 from projector.fold.image import Image

@@ -11,10 +11,10 @@ from rich.console import Console
 
 from events.event import Event
 from events.topics import Topics
-from metalog.cli_args import add_cluster_options, security
-from metalog.cli_follow import DEFAULT_SNAPSHOTS, render
-from metalog.cli_json import add_json_flag, image_document, print_json
-from metalog.progress import LongProgress
+from metalog.cli.args import add_cluster_options, security
+from metalog.cli.follow import DEFAULT_SNAPSHOTS, render
+from metalog.cli.output import add_json_flag, image_document, print_json
+from metalog.cli.progress import LongProgress
 from projector.fold.image import Image
 from projector.replay.asof import replay_as_of
 from projector.replay.point import parse_point

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from events.checkpoint import key_id
-from metalog.cli_json import add_json_flag, print_json
-from metalog.keys import generate
+from metalog.cli.output import add_json_flag, print_json
+from projector.checkpoint_keys import generate
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -10,11 +10,11 @@ from rich.console import Console
 from rich.table import Table
 
 from events.topics import Topics
-from metalog.cli_args import security
-from metalog.cli_follow import DEFAULT_SNAPSHOTS
-from metalog.cli_json import add_json_flag, print_json
-from metalog.cli_replay import ReplayProgress, add_log_options
-from metalog.progress import LongProgress, counted
+from metalog.cli.args import security
+from metalog.cli.follow import DEFAULT_SNAPSHOTS
+from metalog.cli.output import add_json_flag, print_json
+from metalog.cli.progress import LongProgress, counted
+from metalog.cli.replay import ReplayProgress, add_log_options
 from projector.audit.diff import catalog_diff
 from projector.audit.history import TableHistory
 from projector.audit.history_raw import table_history_batches

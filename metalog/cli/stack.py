@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from metalog import stack, stack_cluster, stack_secure
-from metalog.cli_args import positive_int
-from metalog.cli_json import add_json_flag, print_json
+from metalog.cli.args import positive_int
+from metalog.cli.output import add_json_flag, print_json
 from metalog.errors import StackError
-from metalog.stack_config import StackConfig
+from metalog.stack import broker as stack
+from metalog.stack import cluster as stack_cluster
+from metalog.stack import secure as stack_secure
+from metalog.stack.config import StackConfig
 
 
 def _up(args: argparse.Namespace) -> int:

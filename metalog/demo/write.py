@@ -17,7 +17,7 @@ from rich.table import Table
 
 from events.topics import Topics
 from events.values import Column
-from metalog import demo_sql
+from metalog.demo import sql as demo_sql
 from producers.client.client import MetadataClient
 from producers.errors import CommandRejected, VersionConflict
 from producers.leader.leader import Leader

@@ -20,14 +20,14 @@ from events.topics import Topics
 from producers.client.client import MetadataClient
 from producers.errors import CommandRejected
 from producers.sql import translate as t
+from producers.sql.engine import Engine, Result
 from producers.sql.errors import SqlError
 from producers.sql.names import unknown_name
+from producers.sql.source import ImageSource
 from projector.errors import FollowerError
 from projector.fold.image import Image
 from projector.follower.follower import Follower
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
-from projector.query.engine import Engine, Result
-from projector.query.source import ImageSource
 from projector.replay.asof import replay_as_of
 from projector.replay.point import parse_point
 
@@ -207,7 +207,7 @@ class SqlSession:
         with `delta_dir`, over the projection's Delta tables as they are now."""
         if self.delta_dir is not None:
             if self._engine is None or self._engine_at != self._written:
-                from streaming.relations import DeltaSource  # deltalake: only when asked
+                from producers.sql.delta_source import DeltaSource  # deltalake: only when asked
 
                 self._engine = Engine(DeltaSource(self.delta_dir, self.settings.catalog))
                 self._engine_at = self._written

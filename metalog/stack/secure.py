@@ -35,8 +35,8 @@ from confluent_kafka.admin import (
 
 from events.topics import Topics
 from metalog.errors import StackError
-from metalog.stack_config import StackConfig
-from metalog.stack_tls import write_certificates, write_owner_only
+from metalog.stack.config import StackConfig
+from metalog.stack.tls import write_certificates, write_owner_only
 from projector.kafka.clients import CLIENT_SETTINGS
 from projector.kafka.security import ROLES, KafkaSecurity, load_credentials, secured
 

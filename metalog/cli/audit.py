@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-AUDIT_MODULES: tuple[str, ...] = ("metalog.cli_history", "metalog.cli_verify")
+AUDIT_MODULES: tuple[str, ...] = ("metalog.cli.history", "metalog.cli.verify")
 """Each module has ``add_commands(audit_subparsers)``."""
 
 

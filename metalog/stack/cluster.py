@@ -6,7 +6,7 @@ for its controller); the three controllers are a static quorum
 (`controller.quorum.voters`). Every topic, the offsets topic and the
 transaction state log have three replicas and `min.insync.replicas=2`: one
 node may stop and every acknowledged write is still on two. Each node runs
-exactly as the single-node stack runs its broker (`metalog.stack`).
+exactly as the single-node stack runs its broker (`metalog.stack.broker`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from metalog.errors import StackError
-from metalog.stack import (
+from metalog.stack.broker import (
     FORMAT_TIMEOUT_S,
     START_TIMEOUT_S,
     STOP_TIMEOUT_S,
@@ -31,8 +31,8 @@ from metalog.stack import (
     _read_pid,
     _wait_ready,
 )
-from metalog.stack import down as stop_node
-from metalog.stack_config import StackConfig, log4j2_properties, server_properties
+from metalog.stack.broker import down as stop_node
+from metalog.stack.config import StackConfig, log4j2_properties, server_properties
 from projector.kafka.security import PLAINTEXT
 from projector.kafka.topics import create_metalog_topics
 from streaming.spark import jars
@@ -76,7 +76,7 @@ def node_properties(config: StackConfig, n: int, brokers: int = 3) -> str:
     props = dict(line.split("=", 1) for line in server_properties(node).splitlines() if "=" in line)
     props.pop("controller.quorum.bootstrap.servers")  # dynamic quorum: one node only
     props.update({"node.id": str(n), "controller.quorum.voters": voters, **REPLICATION})
-    lines = ["# Written by metalog.stack_cluster on every `up --brokers`."]
+    lines = ["# Written by metalog.stack.cluster on every `up --brokers`."]
     return "\n".join([*lines, *(f"{k}={v}" for k, v in props.items())]) + "\n"
 
 

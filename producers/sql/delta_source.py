@@ -1,9 +1,9 @@
 """The SQL relations over the Spark projection's Delta tables, without a JVM.
 
-`DeltaSource(root, catalog)` is a `projector.query.source.Source`: `metalog sql
+`DeltaSource(root, catalog)` is a `producers.sql.source.Source`: `metalog sql
 --delta-dir DIR` runs the same queries over the projection's current-state
 tables as over a follower's image. Each relation has the columns the image's
-relation has (`projector.query.relations.SCHEMAS`), built from one catalog's
+relation has (`producers.sql.relations.SCHEMAS`), built from one catalog's
 rows of the merged read (`streaming.readers.read.read_current`: the compacted per-kind
 tables and the newer tail of `changes`); `table_route` has one row per region,
 as the image's does. A Delta table is read once per source, the first time a
@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 from deltalake.exceptions import TableNotFoundError
 
 from events.values import LabelRuleValue, TableInfoValue
-from projector.query.engine import QueryError
-from projector.query.relations import SCHEMAS, options_text
+from producers.sql.engine import QueryError
+from producers.sql.relations import SCHEMAS, options_text
 from streaming.readers.read import read_current
 
 _TIDB_VIEWS = frozenset({"region_label", "attributes"})
@@ -59,7 +59,7 @@ class DeltaSource:
         return rows
 
     def relation(self, name: str) -> pa.Table:
-        """The relation `name` of `projector.query.relations.RELATIONS`.
+        """The relation `name` of `producers.sql.relations.RELATIONS`.
 
         Raises:
             KeyError: `name` is not one of them.
