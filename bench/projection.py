@@ -55,7 +55,6 @@ from bench.projection_merged import merged_read
 from bench.rate import RateRun, RateThread
 from bench.workload import Workload, encoded, produce
 from events.topics import Topics
-from metalog.cli.project import FAIR_CONF
 from metalog.stack import broker as stack
 from metalog.stack.config import StackConfig
 from projector.kafka.topics import create_metalog_topics
@@ -63,7 +62,7 @@ from streaming.spark.compact import Maintenance
 from streaming.spark.projection import ProjectionConfig
 from streaming.spark.queries import Projection
 from streaming.spark.session import spark_session
-from streaming.spark.settings import POOL_PROPERTY, PROJECTION_POOL
+from streaming.spark.settings import FAIR_CONF, POOL_PROPERTY, PROJECTION_POOL
 
 BENCH_PORT = 19792
 PARTITIONS = 3

@@ -26,7 +26,7 @@ stopped at the end; prints one JSON document). Phases, in one run:
   is the ratio of the medians, each round's is listed beside it;
 - a snapshot written 1,000 events below a point near the end, then the
   replay to the point from it (load + the tail);
-- the history of one table (`metalog.cli.history.history_of`): reads the
+- the history of one table (`projector.replay.history.history_of`): reads the
   records raw, follows the lineages from their bytes and decodes only the
   events the history needs (`projector.audit.history_raw`); beside it the raw
   consume of the same records (the floor: reading them from Kafka in batches,
@@ -77,7 +77,6 @@ from bench.workload import Workload, produce
 from events.codec import decode_event, encode_event
 from events.intents import TableCreated
 from events.topics import Topics
-from metalog.cli.history import history_of
 from metalog.stack import broker as stack
 from metalog.stack.config import StackConfig
 from projector.audit.history import table_history
@@ -85,6 +84,7 @@ from projector.heap import collector_paused
 from projector.kafka.clients import new_consumer, next_batch
 from projector.kafka.topics import create_metalog_topics
 from projector.replay.asof import replay_as_of
+from projector.replay.history import history_of
 from projector.replay.point import Point
 from projector.replay.source import LogReader, packed_decoder
 from projector.snapshot.store import Position, write_snapshot

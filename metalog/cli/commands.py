@@ -1,9 +1,12 @@
 """The ``metalog`` command line.
 
-Each feature module contributes its subcommands through a function
-``add_parser(subparsers)`` that registers them and sets ``func`` (a handler
-``(argparse.Namespace) -> int``) as parser default. To add a command, write
-such a module and list it in ``COMMAND_MODULES``.
+Each command group is a module of `metalog.cli` whose ``add_parser(subparsers)``
+registers its subcommands and sets ``func`` (a handler ``(argparse.Namespace) -> int``)
+as parser default. To add a command, write such a module and list its ``add_parser``
+in ``COMMANDS``: the table is plain imports, so a reader (or a type checker) sees
+every command. A module imports what only its handlers need (Spark, the SQL
+engine, the server) inside them: ``metalog --help`` and a bare install load none
+of it.
 
 Whatever goes wrong, the user sees one line on stderr and an exit code
 (``EXIT_CODES``), never a traceback: `main` is the one place errors are
@@ -13,24 +16,32 @@ printed. ``METALOG_TRACEBACK=1`` shows the traceback of an unexpected error.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from confluent_kafka import KafkaException
 
 from events.errors import MetalogError
+from metalog.cli import audit, follow, keys, leader, project, replay, serve, sql, stack
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
 from producers.kafka.errors import kafka_error
 from projector.audit.faults import AuditFailed
 from projector.errors import AccessDenied, BundleDamaged, CredentialsError, FollowerStopped
 
-COMMAND_MODULES: tuple[str, ...] = ("metalog.cli.stack", "metalog.cli.leader",
-                                   "metalog.cli.project", "metalog.cli.follow",
-                                   "metalog.cli.sql", "metalog.cli.replay",
-                                   "metalog.cli.audit", "metalog.cli.keys",
-                                   "metalog.cli.serve")
+COMMANDS: tuple[Callable[[Any], None], ...] = (
+    stack.add_parser,
+    leader.add_parser,
+    project.add_parser,
+    follow.add_parser,
+    sql.add_parser,
+    replay.add_parser,
+    audit.add_parser,
+    keys.add_parser,
+    serve.add_parser,
+)
+"""Each command group's ``add_parser``, in the order ``metalog --help`` lists them."""
 
 EXIT_USAGE = 2
 """A usage error (argparse's own code)."""
@@ -63,8 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="metalog", description="An event-sourced metadata log on Kafka.")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).add_parser(subparsers)
+    for add_parser in COMMANDS:
+        add_parser(subparsers)
     return parser
 
 

@@ -16,36 +16,11 @@ from metalog.cli.output import add_json_flag, print_json
 from metalog.cli.progress import LongProgress, counted
 from metalog.cli.replay import ReplayProgress, add_log_options
 from projector.audit.diff import catalog_diff
-from projector.audit.history import TableHistory
-from projector.audit.history_raw import table_history_batches
 from projector.audit.page import history_page
 from projector.errors import ReplayError
-from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.replay.asof import open_at
+from projector.replay.history import history_of
 from projector.replay.point import parse_point
-from projector.replay.source import LogReader
-
-
-def history_of(
-    bootstrap: str, topics: Topics, catalog: str, table: str | None, table_id: int | None,
-    reader: KafkaSecurity = PLAINTEXT, progress: LongProgress | None = None,
-) -> TableHistory:
-    """The history of `table` (`SCHEMA.TABLE`) or of the table that had `table_id`, from the log
-    (read with the `reader` settings, each batch counted on `progress`; only the events the
-    history needs are decoded).
-
-    Raises:
-        ReplayError: The name is malformed, or no table had it.
-    """
-    name = None
-    if table is not None:
-        schema, dot, rest = table.partition(".")
-        if not dot or not schema or not rest:
-            raise ReplayError(f"`{table}` is not SCHEMA.TABLE: name the schema, e.g. public.orders")
-        name = (schema, rest)
-    batches = LogReader(bootstrap, topics, catalog, security=reader).raw_batches()
-    counted_batches = batches if progress is None else counted(batches, progress, len)
-    return table_history_batches(catalog, counted_batches, name, table_id)
 
 
 def _history(args: argparse.Namespace) -> int:
@@ -54,7 +29,8 @@ def _history(args: argparse.Namespace) -> int:
     progress = LongProgress(Console(stderr=True), "reading", "records")
     try:
         history = history_of(args.bootstrap, Topics(args.prefix), args.catalog, args.table,
-                             args.table_id, security(args, "follower"), progress)  # fmt: skip
+                             args.table_id, security(args, "follower"),
+                             lambda batches: counted(batches, progress, len))  # fmt: skip
     finally:
         progress.close()
     if args.html:

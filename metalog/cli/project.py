@@ -20,7 +20,6 @@ from events.topics import Topics
 from metalog.cli.args import add_cluster_options, security
 from metalog.cli.output import add_json_flag, print_json
 from streaming.spark.compact import Maintenance, compact
-from streaming.spark.jars import JVM_DIR
 from streaming.spark.projection import (
     ProjectionConfig,
     ensure_tables,
@@ -29,15 +28,9 @@ from streaming.spark.projection import (
     start_projection,
 )
 from streaming.spark.session import session_conf, spark_session
-from streaming.spark.settings import POOL_PROPERTY, PROJECTION_POOL
+from streaming.spark.settings import FAIR_CONF, POOL_PROPERTY, PROJECTION_POOL
 
 DEFAULT_ROOT = ".metalog/projection"
-
-
-FAIR_POOLS = JVM_DIR / "fairscheduler.xml"
-"""The scheduler pools: the projection's micro-batches first, compaction with what is left."""
-
-FAIR_CONF = {"spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(FAIR_POOLS)}
 
 
 def submit_argv(args: argparse.Namespace) -> list[str]:

@@ -35,7 +35,6 @@ from events.checkpoint import Signer
 from events.errors import MetalogError
 from events.topics import Topics
 from metalog.cli.follow import follow_demo
-from metalog.cli.history import history_of
 from metalog.demo import sql as demo_sql
 from metalog.demo import write as demo_write
 from metalog.stack.config import StackConfig
@@ -46,6 +45,7 @@ from projector.audit.read import verify_topic
 from projector.audit.verify import Verifier
 from projector.checkpoint_keys import PRIVATE_NAME, generate, load_signer
 from projector.follower.follower import Follower
+from projector.replay.history import history_of
 from streaming.errors import OldCheckpoint
 from streaming.readers.read import read_current
 from streaming.spark.projection import ProjectionConfig, run_once

@@ -8,7 +8,7 @@ Two classpaths and a jar of metalog's own, three directories:
   Any artifact that ``pyspark/jars`` already ships is excluded, so Spark never
   sees two copies of a library;
 - ``local-fs/``: ``metalog-local-fs.jar``, compiled from ``jvm/java`` against
-  pyspark's Hadoop (``streaming.spark.session.FORKLESS_FS``).
+  pyspark's Hadoop (``streaming.spark.settings.FORKLESS_FS``).
 
 The cache lives in ``~/.cache/metalog/jars/<key>/`` (root overridable with
 ``METALOG_CACHE_DIR``), where ``<key>`` is the first 12 hex digits of the

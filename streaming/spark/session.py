@@ -1,4 +1,7 @@
-"""Build the Spark session every metalog job uses: Kafka source, Delta, Avro."""
+"""Build the Spark session every metalog job uses: Kafka source, Delta, Avro.
+
+Its confs are in `streaming.spark.settings`; this module starts the JVM with them.
+"""
 
 from __future__ import annotations
 
@@ -15,42 +18,7 @@ from pyspark.sql import SparkSession
 
 from streaming.errors import SparkStartError
 from streaming.spark.jars import local_fs_jar, spark_jars
-
-# from_avro/to_avro come from the spark-avro jar on spark.jars (see jvm/spark-pom.xml).
-BASE_CONF: dict[str, str] = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    "spark.ui.enabled": "false",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.driver.memory": "2g",
-    "spark.sql.session.timeZone": "UTC",
-    # Small local jobs: adaptive execution only adds planning time here.
-    "spark.sql.adaptive.enabled": "false",
-    "spark.sql.streaming.stopTimeout": "30s",
-    "spark.ui.showConsoleProgress": "false",
-}
-# In local mode the driver talks only to itself, and a master on loopback has its
-# executors on this machine: bind to loopback, which also avoids the "hostname
-# resolves to a loopback address" warning.
-LOCAL_CONF: dict[str, str] = {
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-}
-
-# Hadoop's local file system forks `chmod` and `readlink` for every file it writes
-# without its native library: about thirty processes per micro-batch, 3 ms each on
-# the critical path. The driver of a `local[…]` master runs every task; the jar
-# (`streaming.spark.jars.local_fs_jar`) is on its classpath from the start, since spark-submit
-# reads the `spark.jars` paths through this file system. A cluster's checkpoints and
-# tables live on shared storage, not `file:` paths.
-FORKLESS_FS: dict[str, str] = {
-    "spark.hadoop.fs.file.impl": "dev.metalog.hadoop.ForklessLocalFileSystem",
-    "spark.hadoop.fs.AbstractFileSystem.file.impl": "dev.metalog.hadoop.ForklessLocalFs",
-}
-
-
-LOG4J_CONFIG = Path(__file__).parent / "jvm" / "log4j2-spark.properties"
-"""Spark's and Delta's log lines go to a file (`log_file()`)."""
+from streaming.spark.settings import BASE_CONF, FORKLESS_FS, LOCAL_CONF, LOG4J_CONFIG
 
 
 def log_file() -> Path:

@@ -1,7 +1,10 @@
-"""The projection's Spark session: its confs and the FAIR scheduler pools its jobs run in.
+"""Every Spark conf metalog sets, in one place, and the FAIR scheduler pools its jobs run in.
 
-The pools are defined in `streaming/spark/jvm/fairscheduler.xml`: the fold's micro-batches
-first, the log query and the compaction with what is left.
+`BASE_CONF` (and `LOCAL_CONF`, `FORKLESS_FS` on a local master) is what every job's
+session starts with (`streaming.spark.session`); `FAIR_CONF` is added for the
+projection's driver, and `SESSION_CONF` is set on its session once it runs
+(`configure`). The pools are defined in `jvm/fairscheduler.xml`: the fold's
+micro-batches first, the log query and the compaction with what is left.
 """
 
 from __future__ import annotations
@@ -10,6 +13,51 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
+
+from streaming.spark.jars import JVM_DIR
+
+# from_avro/to_avro come from the spark-avro jar on spark.jars (see jvm/spark-pom.xml).
+BASE_CONF: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.memory": "2g",
+    "spark.sql.session.timeZone": "UTC",
+    # Small local jobs: adaptive execution only adds planning time here.
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.streaming.stopTimeout": "30s",
+    "spark.ui.showConsoleProgress": "false",
+}
+# In local mode the driver talks only to itself, and a master on loopback has its
+# executors on this machine: bind to loopback, which also avoids the "hostname
+# resolves to a loopback address" warning.
+LOCAL_CONF: dict[str, str] = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+
+# Hadoop's local file system forks `chmod` and `readlink` for every file it writes
+# without its native library: about thirty processes per micro-batch, 3 ms each on
+# the critical path. The driver of a `local[…]` master runs every task; the jar
+# (`streaming.spark.jars.local_fs_jar`) is on its classpath from the start, since spark-submit
+# reads the `spark.jars` paths through this file system. A cluster's checkpoints and
+# tables live on shared storage, not `file:` paths.
+FORKLESS_FS: dict[str, str] = {
+    "spark.hadoop.fs.file.impl": "dev.metalog.hadoop.ForklessLocalFileSystem",
+    "spark.hadoop.fs.AbstractFileSystem.file.impl": "dev.metalog.hadoop.ForklessLocalFs",
+}
+
+
+LOG4J_CONFIG = JVM_DIR / "log4j2-spark.properties"
+"""Spark's and Delta's log lines go to a file (`streaming.spark.session.log_file`)."""
+
+
+FAIR_POOLS = JVM_DIR / "fairscheduler.xml"
+"""The FAIR scheduler's pools (`PROJECTION_POOL`, `LOG_POOL`, `COMPACTION_POOL`)."""
+
+FAIR_CONF = {"spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": str(FAIR_POOLS)}
+"""The projection driver's scheduler: its queries and compaction share the cores by pool."""
 
 POOL_PROPERTY = "spark.scheduler.pool"
 """The local property that puts the jobs a thread starts in a pool."""

@@ -1,5 +1,5 @@
 """Local paths in a metalog Spark session: written by Hadoop's file system without a forked
-process per file (`streaming.spark.session.FORKLESS_FS`), with the same results."""
+process per file (`streaming.spark.settings.FORKLESS_FS`), with the same results."""
 
 from __future__ import annotations
 
