@@ -223,6 +223,9 @@ if TYPE_CHECKING:  # `X as X`: mypy's explicit re-export
         ApplyError as ApplyError,
     )
     from projector.errors import (
+        ClusterUnavailable as ClusterUnavailable,
+    )
+    from projector.errors import (
         CredentialsError as CredentialsError,
     )
     from projector.errors import (
@@ -306,7 +309,8 @@ _HOMES: dict[str, str] = {
         "TableNotFound TooLarge TransactionFailed VersionConflict WrongPublishMode"
     ),
     "projector.errors": (
-        "AccessDenied ApplyError CredentialsError DivergedAt Divergence EpochOutOfOrder "
+        "AccessDenied ApplyError ClusterUnavailable CredentialsError DivergedAt Divergence "
+        "EpochOutOfOrder "
         "FollowerError FollowerStopped "
         "ResourceVersionTooOld SequenceGap SnapshotError StaleLeader TopicError WaitTimeout"
     ),

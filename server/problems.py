@@ -53,6 +53,7 @@ STATUS: tuple[tuple[type[MetalogError], int], ...] = (
     # … the outcome or the leader is out of reach.
     (pe.CommandOutcomeUnknown, 504),
     (pe.LeaderUnavailable, 503),
+    (fe.ClusterUnavailable, 503),
     (pe.NotLeader, 503),
     (fe.AccessDenied, 403),
     # The read path.

@@ -25,10 +25,16 @@ from confluent_kafka import KafkaException
 
 from events.errors import MetalogError
 from metalog.cli import audit, follow, keys, leader, project, replay, serve, sql, stack
-from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
-from producers.kafka.errors import kafka_error
+from producers.errors import CommandOutcomeUnknown
 from projector.audit.faults import AuditFailed
-from projector.errors import AccessDenied, BundleDamaged, CredentialsError, FollowerStopped
+from projector.errors import (
+    AccessDenied,
+    BundleDamaged,
+    ClusterUnavailable,
+    CredentialsError,
+    FollowerStopped,
+)
+from projector.kafka.errors import kafka_error
 
 COMMANDS: tuple[Callable[[Any], None], ...] = (
     stack.add_parser,
@@ -54,7 +60,7 @@ EXIT_INTERRUPTED = 130
 
 EXIT_CODES: tuple[tuple[type[MetalogError], int], ...] = (
     (CommandOutcomeUnknown, 75),  # EX_TEMPFAIL: retry with the same command id
-    (LeaderUnavailable, 69),  # EX_UNAVAILABLE: the cluster or its topics cannot be reached
+    (ClusterUnavailable, 69),  # EX_UNAVAILABLE: the cluster or its topics cannot be reached
     (FollowerStopped, 69),  # the read side lost the cluster
     (AuditFailed, 65),  # EX_DATAERR: the log does not verify
     (BundleDamaged, 65),  # a bundle whose manifest, record file or note is missing or unreadable

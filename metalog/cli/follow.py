@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException
 from prometheus_client import CollectorRegistry
 from rich.console import Console
 from rich.table import Table
@@ -26,8 +25,7 @@ from metalog.cli.output import (
     print_json,
     snapshot_document,
 )
-from producers.kafka.errors import kafka_error
-from projector.errors import AccessDenied, FollowerError, FollowerStopped, SnapshotError
+from projector.errors import FollowerError, FollowerStopped, SnapshotError
 from projector.fold.image import Image
 from projector.follower.follower import Follower
 from projector.follower.metrics import FollowerMetrics, liveness, readiness
@@ -99,14 +97,8 @@ def _follower(args: argparse.Namespace, **options: Any) -> Follower:
 def _stopped(follower: Follower, args: argparse.Namespace) -> MetalogError:
     """Why the follower is not (or no longer) reading, as one typed error."""
     failure = follower.failure
-    if isinstance(failure, MetalogError):
+    if isinstance(failure, MetalogError):  # the tail tells Kafka's failures in metalog's words
         return failure
-    if isinstance(failure, KafkaException):
-        cause = kafka_error(failure, args.bootstrap, security=security(args, "follower"),
-                            operation=f"READ {Topics(args.prefix).events}")
-        if isinstance(cause, AccessDenied):
-            return cause
-        return FollowerStopped(f"the follower stopped: {cause}")
     if failure is not None:
         return FollowerStopped(f"the follower stopped: {type(failure).__name__}: {failure}")
     return FollowerStopped(

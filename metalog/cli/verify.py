@@ -20,13 +20,13 @@ from metalog.cli.args import add_cluster_options, security
 from metalog.cli.output import add_json_flag, print_json
 from metalog.cli.progress import LongProgress, counted
 from metalog.errors import AuditError
-from producers.kafka.errors import kafka_error
 from projector.audit.bundle import Bundle, write_bundle
 from projector.audit.faults import AuditFailed, Fault, Report
 from projector.audit.raw import NotAnEvent, parse
 from projector.audit.read import Batch, Record, TopicLog, batched, verify_batches
 from projector.audit.verify import Verifier
 from projector.checkpoint_keys import KeyFileError, load_public_key, public_pem, read_public_key
+from projector.kafka.errors import kafka_error
 
 
 def _source(args: argparse.Namespace) -> tuple[Iterator[Record], dict[int, int]]:
