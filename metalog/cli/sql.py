@@ -18,8 +18,9 @@ from events.topics import Topics
 from metalog.cli.args import add_cluster_options, positive_float, positive_int, security
 
 if TYPE_CHECKING:
-    # Imported where a statement runs: sqlglot and DuckDB cost every other command
-    # their import time, and DuckDB's bindings print leak warnings at exit.
+    # Imported where a statement runs (`_sql`): sqlglot and DuckDB are the `[sql]` extra,
+    # cost every other command their import time, and DuckDB's bindings print leak
+    # warnings at exit.
     from producers.sql.session import Applied, SqlSession
 
 HISTORY = Path.home() / ".metalog_sql_history"
@@ -28,34 +29,12 @@ PROMPT, MORE = "metalog> ", "     ... "
 
 def as_json(applied: list[Applied]) -> list[dict[str, Any]]:
     """The documented `--json` shape of each statement that ran (docs/sql.md)."""
-    from producers.sql import translate as t
-
-    out: list[dict[str, Any]] = []
-    for item in applied:
-        entry: dict[str, Any] = {"line": item.statement.line, "statement": item.statement.sql}
-        if isinstance(item.statement, t.Write):
-            entry["kind"] = "write"
-            entry["committed"] = [
-                {"command_id": c.command_id, "resource_version": c.resource_version,
-                 "schema_epoch": c.schema_epoch,
-                 "tables": [{"table_id": v.table_id, "version": v.version} for v in c.tables]}
-                for c in item.committed
-            ]  # fmt: skip
-            entry["skipped"] = list(item.skipped)
-        else:
-            entry["kind"] = "read"
-            result = item.result
-            entry["columns"] = list(result.columns) if result else []
-            entry["rows"] = [list(r) for r in result.rows] if result else []
-        out.append(entry)
-    return out
+    return [item.document() for item in applied]
 
 
 def _print(console: Console, applied: list[Applied]) -> None:
-    from producers.sql import translate as t
-
     for item in applied:
-        if isinstance(item.statement, t.Write):
+        if item.wrote:
             for c in item.committed:
                 console.print(f"OK {item.statement.sql}: resource_version {c.resource_version}",
                               markup=False, highlight=False)  # fmt: skip
@@ -74,19 +53,14 @@ def _print(console: Console, applied: list[Applied]) -> None:
 
 
 def _run(session: SqlSession, text: str, args: argparse.Namespace, console: Console) -> None:
-    from producers.sql.session import StatementRejected
-
     try:
         applied = session.run(text)
-    except StatementRejected as exc:
-        if args.json:
-            print(json.dumps({"statements": as_json(exc.applied), "error": _error(exc)}))
-        else:
-            _print(console, exc.applied)
-        raise
     except MetalogError as exc:
+        done: list[Applied] = getattr(exc, "applied", [])  # a `StatementRejected`'s
         if args.json:
-            print(json.dumps({"statements": [], "error": _error(exc)}))
+            print(json.dumps({"statements": as_json(done), "error": _error(exc)}))
+        else:
+            _print(console, done)
         raise
     if args.json:
         print(json.dumps({"statements": as_json(applied)}, default=str))
@@ -117,7 +91,7 @@ def _shell(session: SqlSession, args: argparse.Namespace, console: Console) -> i
                 break
             lines.append(line)
             text = "\n".join(lines)
-            if not _complete(text):
+            if not session.complete(text):
                 continue
             lines = []
             try:
@@ -129,28 +103,16 @@ def _shell(session: SqlSession, args: argparse.Namespace, console: Console) -> i
     return 0
 
 
-def _complete(text: str) -> bool:
-    """Whether the text ends a statement: its last token (sqlglot's tokenizer) is `;`."""
-    from sqlglot.tokens import TokenType
-
-    from producers.sql.dialect import TiDB
-
-    try:
-        tokens = TiDB().tokenize(text)
-    except Exception:  # an open quote: not complete yet
-        return False
-    return bool(tokens) and tokens[-1].token_type == TokenType.SEMICOLON
-
-
 def _sql(args: argparse.Namespace) -> int:
     # One line says why the cluster cannot be reached; librdkafka's chatter would repeat it.
     logging.getLogger("projector.follower.follower").setLevel(logging.CRITICAL)
     logging.getLogger("metalog.kafka").setLevel(logging.CRITICAL)
-    from producers.sql import translate as t
+    # The SQL home needs the `[sql]` extra (sqlglot, DuckDB): loaded by this command only.
     from producers.sql.session import SqlSession
+    from producers.sql.translate import Settings
 
     console = Console()
-    settings = t.Settings(
+    settings = Settings(
         catalog=args.catalog, actor=args.actor, schema=args.database,
         expected_version=args.expected_version,
         expected_resource_version=args.expected_resource_version,

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sqlglot.tokens import TokenType
+
 from events import commands as c
 from events.errors import MetalogError
 from events.replies import Committed
@@ -20,6 +22,7 @@ from events.topics import Topics
 from producers.client.client import MetadataClient
 from producers.errors import CommandRejected
 from producers.sql import translate as t
+from producers.sql.dialect import TiDB
 from producers.sql.engine import Engine, Result
 from producers.sql.errors import SqlError
 from producers.sql.names import unknown_name
@@ -44,6 +47,30 @@ class Applied:
     committed: tuple[Committed, ...] = ()
     skipped: tuple[str, ...] = ()
     result: Result | None = None
+
+    @property
+    def wrote(self) -> bool:
+        """Whether the statement is a write (its commits and skips tell what it did)."""
+        return isinstance(self.statement, t.Write)
+
+    def document(self) -> dict[str, Any]:
+        """The documented `--json` shape of the statement (docs/sql.md)."""
+        entry: dict[str, Any] = {"line": self.statement.line, "statement": self.statement.sql}
+        if self.wrote:
+            entry["kind"] = "write"
+            entry["committed"] = [
+                {"command_id": c.command_id, "resource_version": c.resource_version,
+                 "schema_epoch": c.schema_epoch,
+                 "tables": [{"table_id": v.table_id, "version": v.version} for v in c.tables]}
+                for c in self.committed
+            ]  # fmt: skip
+            entry["skipped"] = list(self.skipped)
+        else:
+            entry["kind"] = "read"
+            result = self.result
+            entry["columns"] = list(result.columns) if result else []
+            entry["rows"] = [list(r) for r in result.rows] if result else []
+        return entry
 
 
 class StatementRejected(SqlError):
@@ -174,6 +201,15 @@ class SqlSession:
         if isinstance(action, t.ShowCreateTable):
             return engine.show_create_table(action.schema, action.table)
         return engine.show_attributes(action.schema, action.table, action.partition)
+
+    @staticmethod
+    def complete(text: str) -> bool:
+        """Whether `text` ends a statement: its last token (the `tidb` dialect's) is `;`."""
+        try:
+            tokens = TiDB().tokenize(text)
+        except Exception:  # an open quote: not complete yet
+            return False
+        return bool(tokens) and tokens[-1].token_type == TokenType.SEMICOLON
 
     def client(self) -> MetadataClient:
         """The session's client (made on first use)."""
