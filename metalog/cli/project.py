@@ -11,24 +11,15 @@ import argparse
 import logging
 import shlex
 from pathlib import Path
-from typing import Any
-
-from pyspark.errors import StreamingQueryException
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING, Any
 
 from events.topics import Topics
 from metalog.cli.args import add_cluster_options, security
 from metalog.cli.output import add_json_flag, print_json
-from streaming.spark.compact import Maintenance, compact
-from streaming.spark.projection import (
-    ProjectionConfig,
-    ensure_tables,
-    failed,
-    run_once,
-    start_projection,
-)
-from streaming.spark.session import session_conf, spark_session
-from streaming.spark.settings import FAIR_CONF, POOL_PROPERTY, PROJECTION_POOL
+from streaming.spark.config import ProjectionConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEFAULT_ROOT = ".metalog/projection"
 
@@ -39,6 +30,9 @@ def submit_argv(args: argparse.Namespace) -> list[str]:
     Paths become absolute: the driver may start elsewhere. The tables and the
     checkpoint must be on storage every executor sees.
     """
+    from streaming.spark.session import session_conf  # the `[spark]` extra, as below
+    from streaming.spark.settings import FAIR_CONF
+
     conf = session_conf(args.master, FAIR_CONF)
     argv = ["spark-submit", "--master", args.master, "--name", "metalog-projection",
             "--jars", conf.pop("spark.jars")]  # fmt: skip
@@ -64,6 +58,12 @@ def _project(args: argparse.Namespace) -> int:
         else:
             print(shlex.join(argv))
         return 0
+    # Spark, Delta and pandas are the `[spark]` extra: loaded when a projection runs.
+    from streaming.spark.compact import Maintenance, compact
+    from streaming.spark.projection import ensure_tables, run_once, start_projection
+    from streaming.spark.session import spark_session
+    from streaming.spark.settings import FAIR_CONF, POOL_PROPERTY, PROJECTION_POOL
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     config = ProjectionConfig(
         bootstrap=args.bootstrap,
@@ -113,6 +113,12 @@ def _project(args: argparse.Namespace) -> int:
 def _progress_lines(spark: SparkSession, config: ProjectionConfig) -> None:
     """Run the projection printing one JSON line per micro-batch, and a last one with
     `--once` (docs/cli.md)."""
+    from pyspark.errors import StreamingQueryException
+
+    from streaming.spark.compact import Maintenance
+    from streaming.spark.projection import failed, start_projection
+    from streaming.spark.settings import POOL_PROPERTY, PROJECTION_POOL
+
     maintenance = None
     if not config.once:
         spark.sparkContext.setLocalProperty(POOL_PROPERTY, PROJECTION_POOL)

@@ -11,9 +11,6 @@ from confluent_kafka.admin import AdminClient
 from events.topics import Topics
 from metalog.cli.args import add_cluster_options, positive_float, positive_int, security
 from producers.errors import LeaderUnavailable
-from server.app import create_app
-from server.catalogs import ServerSettings
-from server.run import bind, server_for
 
 
 def _check_cluster(bootstrap: str, topics: Topics, config: dict[str, Any]) -> None:
@@ -34,6 +31,11 @@ def _check_cluster(bootstrap: str, topics: Topics, config: dict[str, Any]) -> No
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # The server (FastAPI, uvicorn, the SQL engine) is the `[serve]` extra: loaded here only.
+    from server.app import create_app
+    from server.catalogs import ServerSettings
+    from server.run import bind, server_for
+
     topics = Topics(args.prefix)
     settings = ServerSettings(
         bootstrap=args.bootstrap,

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from streaming.errors import OldCheckpoint, ProjectionError
 from streaming.layout import CHANGES
 from streaming.spark import checkpoint, sink
@@ -39,15 +38,13 @@ from streaming.spark.changes import (
     quarantine_rows,
     table_schemas,
 )
+from streaming.spark.config import ProjectionConfig
 from streaming.spark.decode import envelope, split
 from streaming.spark.fold import FOLD_INPUT, FOLD_OUTPUT, PLACE_COLUMNS, PartitionFold
 from streaming.spark.queries import Projection
 from streaming.spark.settings import LOG_POOL, configure, fold_partitions, scheduler_pool
 
 LOG = logging.getLogger(__name__)
-
-LOG_CHECKPOINT = "metadata_log"
-"""The log query's checkpoint directory, inside the fold query's."""
 
 FETCH_WAIT_MS = 10
 """The source's `fetch.max.wait.ms`: how long the broker holds a fetch that finds no new
@@ -70,48 +67,6 @@ TABLE_PROPERTIES: dict[str, dict[str, str]] = {
     "metadata_log": {**APPEND_PROPERTIES, "delta.dataSkippingNumIndexedCols": "2"},
 }
 """Delta table properties of the tables a micro-batch appends to, set when they are created."""
-
-
-@dataclass(frozen=True)
-class ProjectionConfig:
-    """Where the projection reads and writes, and how often.
-
-    Attributes:
-        bootstrap: Kafka `host:port` list.
-        topic: The events topic (`{prefix}.events`).
-        delta_dir: Root directory (or URI) of the Delta tables, one sub-directory each.
-        checkpoint: The streaming checkpoint directory; it owns the query id and the
-            fold's state.
-        max_offsets_per_trigger: At most this many records per micro-batch (all if None).
-        trigger_seconds: The micro-batch interval of a continuous run.
-        once: Process everything available, then stop (`availableNow`).
-        compact_seconds: A continuous run compacts the per-kind tables this often
-            (0: never; `metalog project compact` does it on demand).
-        maintain_seconds: A continuous run OPTIMIZEs and VACUUMs `changes` this often
-            (0: never).
-        security: How the Kafka source signs in to a secured cluster (the
-            `projector` principal of `metalog up --secure`).
-    """
-
-    bootstrap: str
-    topic: str
-    delta_dir: str
-    checkpoint: str
-    max_offsets_per_trigger: int | None = None
-    trigger_seconds: float = 1.0
-    once: bool = False
-    compact_seconds: float = 30.0
-    maintain_seconds: float = 3600.0
-    security: KafkaSecurity = PLAINTEXT
-
-    def path(self, table: str) -> str:
-        """The location of one table."""
-        return f"{self.delta_dir.rstrip('/')}/{table}"
-
-    @property
-    def log_checkpoint(self) -> str:
-        """The log query's checkpoint: a directory inside the fold query's."""
-        return f"{self.checkpoint.rstrip('/')}/{LOG_CHECKPOINT}"
 
 
 def ensure_tables(spark: SparkSession, config: ProjectionConfig) -> None:
