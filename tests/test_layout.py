@@ -60,15 +60,17 @@ def _is_pure(module: str) -> bool:
 def _imports(module: str) -> set[str]:
     """Every module name `module` imports, resolved to project modules where they are ours."""
     tree = ast.parse(MODULES[module].read_text())
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                submodule = f"{node.module}.{alias.name}"
-                names.add(submodule if submodule in MODULES else node.module)
-    return names
+    return {name for node in ast.walk(tree) for name in _imported(node)}
+
+
+def _imported(node: ast.AST) -> set[str]:
+    """The modules one statement imports, resolved to project modules where they are ours."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        return {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES
+                else node.module for a in node.names}  # fmt: skip
+    return set()
 
 
 def _clock_calls(module: str) -> list[str]:
@@ -241,13 +243,8 @@ def _top_level_imports(module: str) -> set[str]:
 
     def visit(body: list[ast.stmt]) -> None:
         for node in body:
-            if isinstance(node, ast.Import):
-                names.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    submodule = f"{node.module}.{alias.name}"
-                    names.add(submodule if submodule in MODULES else node.module)
-            elif isinstance(node, ast.If):
+            names.update(_imported(node))
+            if isinstance(node, ast.If):
                 if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
                     visit(node.body)
                 visit(node.orelse)
