@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 jars: $(STAMP)
-	$(PY) -m metalog.jars
+	$(PY) -m streaming.spark.jars
 
 demo: jars
 	$(PY) -m metalog.cli up

@@ -46,8 +46,8 @@ from events.codec import encode_event
 from events.event import Event
 from events.intents import CheckpointSigned
 from events.schema_store import HEADER_LENGTH
-from metalog import stack
-from metalog.stack_config import StackConfig
+from metalog.stack import broker as stack
+from metalog.stack.config import StackConfig
 from projector.audit.raw import parse, zigzag
 from projector.audit.read import TopicLog, verify_topic
 from projector.audit.verify import Verifier

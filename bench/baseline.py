@@ -20,8 +20,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, Producer
 
 from bench.ports import free_port_pair
-from metalog import stack
-from metalog.stack_config import StackConfig
+from metalog.stack import broker as stack
+from metalog.stack.config import StackConfig
 from projector.kafka.topics import create_topics
 
 BENCH_PORTS = (19292, 19592, 19892)

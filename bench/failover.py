@@ -35,8 +35,8 @@ from bench.ports import free_port_pair
 from bench.workload import Workload, produce
 from events.codec import encode_event
 from events.topics import Topics
-from metalog import stack
-from metalog.stack_config import StackConfig
+from metalog.stack import broker as stack
+from metalog.stack.config import StackConfig
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, NotLeader
 from producers.leader.log import read_partition

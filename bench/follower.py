@@ -54,8 +54,8 @@ from bench.ports import free_port_pair
 from bench.workload import Workload, produce
 from events.codec import decode_event, encode_event
 from events.topics import Topics
-from metalog import stack
-from metalog.stack_config import StackConfig
+from metalog.stack import broker as stack
+from metalog.stack.config import StackConfig
 from projector.fold.image import Image
 from projector.follower.follower import Follower
 from projector.kafka.clients import new_consumer, next_batch

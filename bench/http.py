@@ -45,8 +45,8 @@ from bench.leader_load import Op, Result, closed_loop, log
 from bench.ports import free_port_pair
 from events.topics import Topics
 from events.values import Column
-from metalog import stack
-from metalog.stack_config import StackConfig
+from metalog.stack import broker as stack
+from metalog.stack.config import StackConfig
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
 from projector.kafka.topics import create_metalog_topics

@@ -57,8 +57,8 @@ from events.codec import encode_event, encode_reply
 from events.replies import Committed
 from events.topics import Topics
 from events.values import Column
-from metalog import stack
-from metalog.stack_config import DEFAULT_HEAP, StackConfig
+from metalog.stack import broker as stack
+from metalog.stack.config import DEFAULT_HEAP, StackConfig
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
 from producers.kafka.routing import read_layout

@@ -273,8 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import bench.leader_raw as raw_module
     from bench.leader_raw import RawCommitter
-    from metalog import stack
-    from metalog.stack_config import StackConfig
+    from metalog.stack import broker as stack
+    from metalog.stack.config import StackConfig
     from producers.client.client import MetadataClient
     from projector.kafka.topics import create_topics
 

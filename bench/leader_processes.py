@@ -36,8 +36,8 @@ from bench.leader import COLUMNS, SCHEMA, Table, alter
 from bench.leader_cpu import CpuWindow, describe, per_command_us
 from bench.leader_load import Op, closed_loop
 from events.topics import Topics
-from metalog import stack_cluster
-from metalog.stack_config import StackConfig
+from metalog.stack import cluster as stack_cluster
+from metalog.stack.config import StackConfig
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, NotLeader
 from producers.kafka.routing import partition_for

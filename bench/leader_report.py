@@ -82,7 +82,7 @@ def report(
 
 
 def broker_pauses(gc_log: Path, longer_than_ms: float = 50.0) -> str:
-    """The broker JVM's stop-the-world pauses over the run, from its gc.log (`metalog.stack`).
+    """The broker JVM's stop-the-world pauses over the run, from its gc.log (`stack.broker`).
 
     Answers whether the JVM (GC or another safepoint) stopped the broker when the
     remote path's latency spiked: the total, the longest, and each one over

@@ -51,8 +51,9 @@ from bench.leader_raw import RawRoundTrip
 from bench.ports import free_port_pair
 from events.codec import encode_event
 from events.topics import Topics
-from metalog import stack, stack_secure
-from metalog.stack_config import StackConfig
+from metalog.stack import broker as stack
+from metalog.stack import secure as stack_secure
+from metalog.stack.config import StackConfig
 from producers.client.client import MetadataClient
 from producers.kafka.routing import read_layout
 from producers.leader.log import read_events

@@ -26,7 +26,7 @@ batch):
    rate in turn. Each event's freshness is its ack → the first Delta commit
    that covers it (`bench.visible`): `changes` reaching its
    (catalog, resource_version) for the projection (from then on
-   `streaming.read.read_current` returns it), the floor's table reaching the
+   `streaming.readers.read.read_current` returns it), the floor's table reaching the
    same, the copy table reaching its (partition, offset) for the copy.
 
 The load average is printed before each measured run (the machine is
@@ -55,15 +55,14 @@ from bench.projection_merged import merged_read
 from bench.rate import RateRun, RateThread
 from bench.workload import Workload, encoded, produce
 from events.topics import Topics
-from metalog import stack
-from metalog.cli_project import FAIR_CONF
-from metalog.spark_session import spark_session
-from metalog.stack_config import StackConfig
+from metalog.stack import broker as stack
+from metalog.stack.config import StackConfig
 from projector.kafka.topics import create_metalog_topics
-from streaming.compact import Maintenance
-from streaming.projection import ProjectionConfig
-from streaming.queries import Projection
-from streaming.session import POOL_PROPERTY, PROJECTION_POOL
+from streaming.spark.compact import Maintenance
+from streaming.spark.projection import ProjectionConfig
+from streaming.spark.queries import Projection
+from streaming.spark.session import spark_session
+from streaming.spark.settings import FAIR_CONF, POOL_PROPERTY, PROJECTION_POOL
 
 BENCH_PORT = 19792
 PARTITIONS = 3

@@ -3,7 +3,7 @@
 - The copy (the limit): the same topic, every record appended raw to one
   Delta table per batch.
 - The floor of any fold kept in the state store: the projection's fold query
-  without its work. Envelopes decoded (`streaming.decode.envelope`), grouped by
+  without its work. Envelopes decoded (`streaming.spark.decode.envelope`), grouped by
   Kafka partition in one shuffle partition through a `transformWithStateInPandas`
   handler that reads and writes no state and passes every record through, then
   one plain append per batch: no gate, no mutations decoded, no counting job,
@@ -26,17 +26,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, StreamingQuery
 
-from streaming import sink
-from streaming.decode import envelope
-from streaming.projection import (
+from streaming.spark import sink
+from streaming.spark.decode import envelope
+from streaming.spark.projection import (
     APPEND_PROPERTIES,
     ProjectionConfig,
     kafka_source,
     start_projection,
     start_query,
 )
-from streaming.queries import Projection
-from streaming.session import configure, fold_partitions
+from streaming.spark.queries import Projection
+from streaming.spark.settings import configure, fold_partitions
 
 JOBS = ("projection", "floor", "copy")
 FLOOR_OUTPUT = "catalog string, resource_version long, value binary"

@@ -19,9 +19,9 @@ from pyspark.sql import SparkSession
 
 from bench.apply import grown_log
 from events.codec import decode_event_dict, encode_event, encode_event_dict
-from streaming.compact import compact
-from streaming.projection import ProjectionConfig, ensure_tables
-from streaming.read import read_current, table_uri
+from streaming.readers.read import read_current, table_uri
+from streaming.spark.compact import compact
+from streaming.spark.projection import ProjectionConfig, ensure_tables
 
 
 @dataclass

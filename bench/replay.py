@@ -26,7 +26,7 @@ stopped at the end; prints one JSON document). Phases, in one run:
   is the ratio of the medians, each round's is listed beside it;
 - a snapshot written 1,000 events below a point near the end, then the
   replay to the point from it (load + the tail);
-- the history of one table (`metalog.cli_history.history_of`): reads the
+- the history of one table (`projector.replay.history.history_of`): reads the
   records raw, follows the lineages from their bytes and decodes only the
   events the history needs (`projector.audit.history_raw`); beside it the raw
   consume of the same records (the floor: reading them from Kafka in batches,
@@ -39,7 +39,7 @@ pause the cycle collector themselves (`projector.heap`); the references (the
 decode, the raw consume, the old path) run inside the same pause.
 
 With `--spark`, the same log is then replayed by the Spark batch job
-(`streaming.replay.replay_job`, `local[2]`, to the same point), its figure
+(`streaming.spark.replay.replay_job`, `local[2]`, to the same point), its figure
 beside the Python replay's: the session's start, then the job (read, decode,
 the as-of tables written to Delta), checked against the Python image's key
 count.
@@ -77,14 +77,14 @@ from bench.workload import Workload, produce
 from events.codec import decode_event, encode_event
 from events.intents import TableCreated
 from events.topics import Topics
-from metalog import stack
-from metalog.cli_history import history_of
-from metalog.stack_config import StackConfig
+from metalog.stack import broker as stack
+from metalog.stack.config import StackConfig
 from projector.audit.history import table_history
 from projector.heap import collector_paused
 from projector.kafka.clients import new_consumer, next_batch
 from projector.kafka.topics import create_metalog_topics
 from projector.replay.asof import replay_as_of
+from projector.replay.history import history_of
 from projector.replay.point import Point
 from projector.replay.source import LogReader, packed_decoder
 from projector.snapshot.store import Position, write_snapshot
@@ -178,8 +178,8 @@ def _decode_s(records: list[bytes], decode: Callable[[bytes], Any] = decode_even
 
 def _spark_replay(bootstrap: str, topics: Topics, count: int, keys: int) -> dict[str, Any]:
     """The Spark batch replay of the same log to the same point; its figures."""
-    from metalog.spark_session import spark_session  # a JVM: only with --spark
-    from streaming.replay import SparkPoint, replay_job
+    from streaming.spark.replay import SparkPoint, replay_job
+    from streaming.spark.session import spark_session  # a JVM: only with --spark
 
     started = time.perf_counter()
     spark = spark_session(app_name="metalog-bench-replay")
@@ -271,7 +271,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3,
                         help="raw decode, floor and whole-log replay, taking turns this many times")
     parser.add_argument("--spark", action="store_true",
-                        help="also replay the log with the Spark batch job (streaming.replay)")
+                        help="also replay the log with the Spark batch job "
+                        "(streaming.spark.replay)")
     parser.add_argument("--state-dir", type=Path, default=None,
                         help="keep the broker's data and the built logs here, and reuse them")
     args = parser.parse_args()

@@ -7,7 +7,7 @@ snapshot (`--snapshot-dir`). Then, as the shell does after a start from a snapsh
 
 1. **load**: `read_snapshot` (the image, values built lazily on first read);
 2. **relations**: each relation the queries use, built the first time a query names
-   it (`projector.query.engine.Engine`), timed one by one;
+   it (`producers.sql.engine.Engine`), timed one by one;
 3. **queries**: each kind `--repeat` times, with a fresh literal each time, through
    the shell's own path (`producers.sql.translate` then `Engine.query`); p50 / p99.
 
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.workload import GROW_SCHEMAS, Workload
+from producers.sql.engine import Engine
 from producers.sql.translate import Read, Settings, translate
 from projector.fold.image import Image
 from projector.heap import collector_paused
-from projector.query.engine import Engine
 from projector.snapshot.store import Position, list_snapshots, read_snapshot, write_snapshot
 
 CATALOG = "bench-sql"

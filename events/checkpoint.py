@@ -24,7 +24,7 @@ is its `prev_hash`); it cannot cover itself, since it cannot hold its own hash.
 The catalog, leader_epoch and time come from its envelope.
 
 Signing and verifying are deterministic (no clock, no randomness): keys are
-made and read from files outside the pure core (`metalog.keys`).
+made and read from files outside the pure core (`projector.checkpoint_keys`).
 """
 
 from __future__ import annotations

@@ -3,20 +3,12 @@
 from events.errors import MetalogError
 
 
-class JarsError(MetalogError):
-    """The JVM jars could not be resolved (Maven missing, offline, bad artifact)."""
-
-
 class StackError(MetalogError):
     """The local Kafka broker could not be started, reached or stopped."""
 
 
 class AuditError(MetalogError):
     """An audit command cannot do what was asked (which catalog, no checkpoint to keep)."""
-
-
-class SparkStartError(MetalogError):
-    """Spark's driver JVM did not start (its own words are in Spark's log file)."""
 
 
 class StatusError(MetalogError):

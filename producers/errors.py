@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from events.errors import MetalogError
+from projector.errors import ClusterUnavailable
 
 if TYPE_CHECKING:
     from events.replies import Rejected
@@ -42,7 +43,7 @@ class InvalidAttributes(CommandRejected):
 # -- the write path on Kafka: not rejections, nothing was decided --------------
 
 
-class LeaderUnavailable(MetalogError):
+class LeaderUnavailable(ClusterUnavailable):
     """The commands cannot reach a leader (topics missing, cluster down)."""
 
 

@@ -129,6 +129,14 @@ class DivergedAt(Divergence):
 # -- Kafka plumbing (projector.kafka) -----------------------------------------
 
 
+class ClusterUnavailable(MetalogError):
+    """The Kafka cluster or a metalog topic cannot be reached: retrying later is safe.
+
+    `projector.kafka.errors.kafka_error` raises it (or the caller's kind of it) for
+    librdkafka's errors.
+    """
+
+
 class TopicError(MetalogError):
     """A topic could not be created, described or deleted."""
 

@@ -16,9 +16,9 @@ from starlette.responses import JSONResponse
 
 from events.errors import MetalogError
 from producers import errors as pe
+from producers.sql.engine import QueryError
 from producers.sql.errors import SqlError
 from projector import errors as fe
-from projector.query.engine import QueryError
 from server import errors as se
 
 PROBLEM_JSON = "application/problem+json"
@@ -53,6 +53,7 @@ STATUS: tuple[tuple[type[MetalogError], int], ...] = (
     # … the outcome or the leader is out of reach.
     (pe.CommandOutcomeUnknown, 504),
     (pe.LeaderUnavailable, 503),
+    (fe.ClusterUnavailable, 503),
     (pe.NotLeader, 503),
     (fe.AccessDenied, 403),
     # The read path.

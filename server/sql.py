@@ -1,7 +1,7 @@
 """`POST /v1/catalogs/{catalog}/sql`: SELECT and SHOW statements over the follower's image.
 
 The statements go through the SQL engine `metalog sql` uses (`producers.sql`
-parses TiDB's dialect, `projector.query` runs DuckDB over the image's
+parses TiDB's dialect, `producers.sql.engine` runs DuckDB over the image's
 relations). Statements that write are refused here (400 `NotAQuery`): write
 with the command routes, which take conditions and idempotency keys.
 """
@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from producers.sql import translate as t
+from producers.sql.engine import Engine, Result
 from projector.fold.image import Image
-from projector.query.engine import Engine, Result
 from projector.replay.asof import replay_as_of
 from projector.replay.point import parse_point
 from server.catalogs import Catalogs

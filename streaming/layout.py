@@ -12,7 +12,7 @@ CURRENT_TABLES: tuple[str, ...] = (
     "table_info", "table_name", "table_route", "datanode_table", "label_rule", "region_label",
     "dropped_tables",
 )
-"""The per-kind tables built from mutations, in `streaming.tables.VALUE_COLUMNS` order."""
+"""The per-kind tables built from mutations, in `streaming.spark.tables.VALUE_COLUMNS` order."""
 
 STATE_TABLE = "catalog_state"
 STATE_COLUMNS: tuple[str, ...] = ("stable_epoch", "leader_epoch", "publish_mode")

@@ -27,7 +27,7 @@ settings.load_profile("metalog")
 @pytest.fixture(autouse=True)
 def _unfrozen_heap() -> Iterator[None]:
     """Every test starts with nothing frozen: a CLI command run in-process freezes the
-    heap (`metalog.cli_follow`, as its own process would), and the collector's tests
+    heap (`metalog.cli.follow`, as its own process would), and the collector's tests
     read what is frozen."""
     yield
     if gc.get_freeze_count():

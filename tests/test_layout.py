@@ -60,15 +60,17 @@ def _is_pure(module: str) -> bool:
 def _imports(module: str) -> set[str]:
     """Every module name `module` imports, resolved to project modules where they are ours."""
     tree = ast.parse(MODULES[module].read_text())
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                submodule = f"{node.module}.{alias.name}"
-                names.add(submodule if submodule in MODULES else node.module)
-    return names
+    return {name for node in ast.walk(tree) for name in _imported(node)}
+
+
+def _imported(node: ast.AST) -> set[str]:
+    """The modules one statement imports, resolved to project modules where they are ours."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        return {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES
+                else node.module for a in node.names}  # fmt: skip
+    return set()
 
 
 def _clock_calls(module: str) -> list[str]:
@@ -109,14 +111,21 @@ ALLOWED = {
 """DESIGN.md, "Layout": dependencies point one way; only `metalog` wires them all."""
 
 
+READERS = "streaming.readers"
+"""The JVM-free readers of the projection's tables: SQL (`producers.sql`) reads them too."""
+
+
+def _allowed(module: str, name: str) -> bool:
+    if name.split(".")[0] in ALLOWED[module.split(".")[0]]:
+        return True
+    return module.startswith("producers.sql.") and (name + ".").startswith(READERS + ".")
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_dependencies_point_one_way(module: str) -> None:
     """A module imports only the packages below its own (events ← projector ← producers)."""
     package = module.split(".")[0]
-    upward = {
-        name for name in _imports(module)
-        if name in MODULES and name.split(".")[0] not in ALLOWED[package]
-    }  # fmt: skip
+    upward = {name for name in _imports(module) if name in MODULES and not _allowed(module, name)}
     assert not upward, f"{module} imports {sorted(upward)}, above `{package}`"
 
 
@@ -204,3 +213,103 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
                             break
                     components.append(component)
     return components
+
+
+EXTRAS = {
+    "pyspark": "spark", "delta": "spark", "pandas": "spark", "deltalake": "spark or sql",
+    "duckdb": "spark or sql", "sqlglot": "sql", "fastapi": "serve", "uvicorn": "serve",
+    "starlette": "serve",
+}  # fmt: skip
+"""The libraries of the optional dependency groups (pyproject.toml), and their group."""
+
+NOT_BARE = ("producers.sql", "server", "streaming", "metalog.demo")
+"""What needs an extra: the SQL home, the server, the Spark jobs and readers, the demo."""
+
+BARE_IN_NOT_BARE = ("streaming", "streaming.errors", "streaming.spark", "streaming.spark.config",
+                    "streaming.spark.jars")  # fmt: skip
+"""What a bare install still imports from them: the command line's Spark flags and the jars
+the local stack resolves."""
+
+
+def _is_bare(module: str) -> bool:
+    return module in BARE_IN_NOT_BARE or not any(
+        module == p or module.startswith(p + ".") for p in NOT_BARE)
+
+
+def _top_level_imports(module: str) -> set[str]:
+    """The modules `module` imports when it is imported: not inside functions or classes,
+    nor under ``if TYPE_CHECKING``."""
+    names: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            names.update(_imported(node))
+            if isinstance(node, ast.If):
+                if not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                for block in (node.body, node.orelse, node.finalbody):
+                    visit(block)
+                for handler in node.handlers:
+                    visit(handler.body)
+
+    visit(ast.parse(MODULES[module].read_text()).body)
+    return names
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _is_bare(m)))
+def test_a_bare_install_imports_no_extra(module: str) -> None:
+    """A module a bare `pip install metalog` uses imports an extra's library, or a module
+    that needs one, only where it is used (inside the function), never when it is loaded."""
+    imported = _top_level_imports(module)
+    extras = sorted(f"{n} ([{EXTRAS[n.split('.')[0]]}])" for n in imported
+                    if n.split(".")[0] in EXTRAS)  # fmt: skip
+    needing = sorted(n for n in imported if n in MODULES and not _is_bare(n))
+    assert not extras, f"{module} imports {extras} when loaded"
+    assert not needing, f"{module} imports {needing} (they need an extra) when loaded"
+
+
+BLOCKER = """
+import importlib.abc, sys
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in EXTRAS:
+            raise ImportError(f"{name} is an extra's")
+sys.meta_path.insert(0, Blocker())
+import metalog
+for name in metalog.__all__:
+    getattr(metalog, name)
+from metalog.cli.commands import build_parser
+build_parser().parse_args(["leader"])
+"""
+
+
+def test_the_public_api_and_the_command_line_load_without_the_extras() -> None:
+    """A fresh interpreter where no extra can be imported loads every public name of
+    `metalog` but the SQL errors (the `[sql]` extra's), and builds every command's parser."""
+    probe = f"EXTRAS = {set(EXTRAS)!r}\n" + BLOCKER.replace(
+        "for name in metalog.__all__:",
+        "for name in set(metalog.__all__) - {'SqlError', 'SqlSyntaxError', "
+        "'UnsupportedStatement', 'QueryError'}:")
+    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_the_shell_is_packages_with_a_static_command_table() -> None:
+    """`metalog/` holds packages (`cli/`, `stack/`, `demo/`), not files named by prefix, and
+    the command line lists its command groups as imports, not as strings to import."""
+    flat = sorted(p.name for p in (ROOT / "metalog").glob("*.py")
+                  if p.name.startswith(("cli", "stack", "demo")))  # fmt: skip
+    assert not flat, f"flat shell files: {flat}"
+    cli = sorted((ROOT / "metalog" / "cli").glob("*.py"))
+    uses_importlib = [p.name for p in cli if "importlib" in _imports(_module_name(p))]
+    assert not uses_importlib, f"found by importlib strings: {uses_importlib}"
+    from metalog.cli import commands
+
+    groups = {m.rsplit(".", 1)[1] for m in _imports("metalog.cli.commands") if m in MODULES
+              and m.startswith("metalog.cli.")}  # fmt: skip
+    listed = {f.__module__.rsplit(".", 1)[1] for f in commands.COMMANDS}
+    with_parser = {p.stem for p in cli if "def add_parser(" in p.read_text()}
+    assert listed == with_parser, f"command groups not listed: {sorted(with_parser - listed)}"
+    assert listed <= groups

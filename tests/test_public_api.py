@@ -60,3 +60,16 @@ def test_import_metalog_alone_loads_no_outside_library() -> None:
     assert _loaded("import metalog") == []
     # The names are imported when used: the client brings Kafka.
     assert "confluent_kafka" in _loaded("import metalog; metalog.MetadataClient")
+
+
+def test_each_public_name_is_named_once() -> None:
+    """metalog/__init__.py lists a name in one place (the imports mypy reads), not twice."""
+    source = (ROOT / "metalog" / "__init__.py").read_text()
+    tree = ast.parse(source)
+    aliases = [a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+               for a in n.names]  # fmt: skip
+    strings = [n.value for n in ast.walk(tree)
+               if isinstance(n, ast.Constant) and isinstance(n.value, str)]  # fmt: skip
+    for name in metalog.__all__:
+        assert aliases.count(name) == 1, f"{name} is imported {aliases.count(name)} times"
+        assert not any(name in s.split() for s in strings), f"{name} is also named in a string"

@@ -23,7 +23,7 @@ from events.errors import DecodeError
 from events.replies import Committed, Rejected
 from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
 from producers.errors import LeaderUnavailable
-from producers.kafka.errors import kafka_error
+from producers.kafka.errors import write_error
 from producers.kafka.routing import Layout, read_layout
 from producers.leader.waiter import Waiter
 from projector.errors import AccessDenied
@@ -58,7 +58,7 @@ class CommandChannel:
     Connects on first use, within the call's timeout (`timeout` for `layout`);
     one reader thread reads this client's replies (`metalog.replies`, keyed by
     `client_id`) and wakes the calls waiting for them. Safe to share between
-    threads. Kafka's errors are raised as metalog's (`producers.kafka.errors`).
+    threads. Kafka's errors are raised as metalog's (`projector.kafka.errors`).
     """
 
     def __init__(
@@ -131,7 +131,7 @@ class CommandChannel:
                 )  # delivery reports are served by the reader thread, not per call
             except KafkaException as exc:
                 what = f"{command.type} `{command.command_id}` ({len(value):,} bytes)"
-                raise kafka_error(exc, self.bootstrap, what, security=self.security,
+                raise write_error(exc, self.bootstrap, what, security=self.security,
                                   operation=f"WRITE {self.topics.commands}") from exc
             outcome = waiter.wait(deadline - time.monotonic())
             if isinstance(outcome, AccessDenied):
@@ -190,7 +190,7 @@ class CommandChannel:
                 _, high = watermarks(consumer, tp, max(deadline - time.monotonic(), 0.001))
             except KafkaException as exc:
                 consumer.close()
-                raise kafka_error(exc, self.bootstrap, security=self.security,
+                raise write_error(exc, self.bootstrap, security=self.security,
                                   operation=f"READ {tp.topic}") from exc
             consumer.assign(
                 [TopicPartition(tp.topic, tp.partition, high if high >= 0 else OFFSET_END)]

@@ -19,7 +19,7 @@ from producers.client.channel import Channel, CommandChannel
 from producers.client.embedded import LeaderChannel
 from producers.decide.rules import validate
 from producers.errors import CommandOutcomeUnknown, rejection_from_reply
-from producers.kafka.errors import kafka_error
+from producers.kafka.errors import write_error
 from producers.leader.ids import random_uuid
 from producers.leader.leader import Leader
 from producers.leader.log import read_partition
@@ -291,7 +291,7 @@ class MetadataClient:
                 read = read_partition(self.bootstrap, tp.topic, tp.partition,
                                       security=self.security)
         except KafkaException as exc:
-            raise kafka_error(exc, self.bootstrap, security=self.security,
+            raise write_error(exc, self.bootstrap, security=self.security,
                               operation=f"READ {tp.topic}") from exc
         # Events already in a snapshot's image are duplicates to `replay`.
         return replay(image, [e for e in read.events if e.catalog == name])

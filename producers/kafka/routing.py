@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient
 from events.topics import Topics, partition_for
 from producers.decide.sizes import KAFKA_MAX_MESSAGE_BYTES, record_limit
 from producers.errors import LeaderUnavailable
-from producers.kafka.errors import kafka_error
+from producers.kafka.errors import write_error
 from projector.errors import TopicError
 from projector.kafka.clients import CLIENT_SETTINGS
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
@@ -62,7 +62,7 @@ def read_layout(
     except KafkaException as exc:
         if security.username is not None:
             admin.poll(0)  # serves a refused sign-in's report (`secured`), so it is named
-        raise kafka_error(exc, bootstrap, security=security) from exc
+        raise write_error(exc, bootstrap, security=security) from exc
     counts: dict[str, int] = {}
     for name in (topics.commands, topics.events, topics.replies):
         topic = metadata.topics.get(name)
@@ -72,7 +72,7 @@ def read_layout(
             try:
                 topic = admin.list_topics(name, timeout=max(timeout, 0.001)).topics.get(name)
             except KafkaException as exc:
-                raise kafka_error(exc, bootstrap, security=security) from exc
+                raise write_error(exc, bootstrap, security=security) from exc
             denied = access_error(topic.error if topic else None, security, f"DESCRIBE {name}")
             if denied is not None:
                 raise denied

@@ -27,7 +27,6 @@ from producers.errors import (
     TransactionFailed,
     rejection_from_reply,
 )
-from producers.kafka.callbacks import KeptFailure
 from producers.kafka.routing import Layout, read_layout, read_record_limit
 from producers.leader.metrics import LeaderMetrics
 from producers.leader.owner import (
@@ -38,6 +37,7 @@ from producers.leader.owner import (
 from producers.leader.standby import Standby
 from producers.leader.waiter import Waiter
 from projector.errors import ApplyError
+from projector.kafka.callbacks import KeptFailure
 from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY, next_batch
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 

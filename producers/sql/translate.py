@@ -5,7 +5,7 @@ splits the statements) and turns each statement into a `Write` (commands,
 each built and checked by `validate.build`, as the client builds them, from
 what `producers.sql.writes` makes of it) or a `Read` (`producers.sql.reads`).
 Everything is checked before anything runs: a script with one bad statement
-sends nothing. No I/O here; `metalog.sql` runs the result.
+sends nothing. No I/O here; `producers.sql.session` runs the result.
 
 A statement that names several tables or partitions (`DROP TABLE a, b`,
 `DROP PARTITION p0, p1`) becomes one command each, applied in order.

@@ -22,6 +22,7 @@ from itertools import accumulate, pairwise
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
 
+from events.errors import MetalogError
 from projector.audit.consume import Span, batches
 from projector.audit.faults import Report
 from projector.audit.verify import Verifier
@@ -34,6 +35,7 @@ from projector.kafka.clients import (
     partition_count,
     watermarks,
 )
+from projector.kafka.errors import kafka_error
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 Record = tuple[int, int, bytes, bool]
@@ -97,9 +99,16 @@ class TopicLog:
                     yield (partition, [o for o, _ in batch], [v for _, v in batch],
                            bytes(len(batch)))  # fmt: skip
                 return
+        except KafkaException as exc:
+            raise self._failed(exc) from exc
         finally:
             consumer.close()
         yield from self._from_child(spans, hashing)
+
+    def _failed(self, failure: KafkaException | KafkaError) -> MetalogError:
+        """A failed read in metalog's words (the one error table)."""
+        return kafka_error(failure, self.bootstrap, security=self.security,
+                           operation=f"READ {self.topic}")  # fmt: skip
 
     def _from_child(self, spans: list[Span], hashing: bool) -> Iterator[Batch]:
         child = start_child("projector.audit.consume")
@@ -111,9 +120,8 @@ class TopicLog:
                 try:
                     message = pickle.load(child.stdout)
                 except EOFError:
-                    raise KafkaException(
-                        KafkaError(KafkaError._FAIL, "the reading process stopped before the end")
-                    ) from None
+                    raise self._failed(KafkaError(
+                        KafkaError._FAIL, "the reading process stopped before the end")) from None
                 if message[0] == "batch":
                     _, partition, offsets, lengths, block, hashed = message
                     bounds = pairwise(accumulate(array("q", lengths), initial=0))
@@ -122,7 +130,7 @@ class TopicLog:
                 elif message[0] == "end":
                     self.ends[message[1]] = message[2]
                 elif message[0] == "error":
-                    raise KafkaException(KafkaError(message[1], message[2]))
+                    raise self._failed(KafkaError(message[1], message[2]))
                 else:
                     return
         finally:

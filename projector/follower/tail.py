@@ -10,8 +10,9 @@ from confluent_kafka import TopicPartition as KafkaPartition
 from opentelemetry.trace import SpanKind, Tracer
 
 from events.codec import decode_event
-from events.errors import DecodeError
+from events.errors import DecodeError, MetalogError
 from events.topics import Topics, partition_for
+from projector.errors import AccessDenied, FollowerStopped
 from projector.follower.feed import CatalogFeed
 from projector.kafka.clients import (
     DeadLetter,
@@ -21,6 +22,7 @@ from projector.kafka.clients import (
     next_batch,
     partition_count,
 )
+from projector.kafka.errors import kafka_error
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.telemetry.tracing import header, parent, tracer
 
@@ -68,14 +70,15 @@ class Tail:
             True once assigned; False when `stopped()` turned true first.
 
         Raises:
-            KafkaException: The cluster or the events topic cannot be reached.
+            FollowerStopped: The cluster or the events topic cannot be reached.
+            AccessDenied: The cluster refused the follower's principal.
         """
         try:
             count = partition_count(self._consumer, self.topics.events, stopped=stopped)
-        except KafkaException:
+        except KafkaException as exc:
             if self._security.username is not None:
                 self._consumer.poll(0)  # serves a refused sign-in's report (`secured`)
-            raise
+            raise self._stopped(exc) from exc
         if count is None:
             return False
         starts: dict[int, int] = {}
@@ -95,7 +98,8 @@ class Tail:
 
         Raises:
             DivergedAt: A feed met an event that does not fit its image.
-            KafkaException: A fatal consumer error.
+            FollowerStopped: A fatal consumer error.
+            AccessDenied: The cluster refused the follower's principal.
         """
         messages = next_batch(self._consumer, max_batch, timeout)
         for message in messages:
@@ -121,11 +125,19 @@ class Tail:
         self._consumer.close()
         self._letters.close()
 
+    def _stopped(self, failure: KafkaException | KafkaError) -> MetalogError:
+        """Why the follower cannot go on reading, in metalog's words (the one error table)."""
+        cause = kafka_error(failure, self._bootstrap, security=self._security,
+                            operation=f"READ {self.topics.events}")  # fmt: skip
+        if isinstance(cause, AccessDenied):
+            return cause
+        return FollowerStopped(f"the follower stopped: {cause}")
+
     def _handle(self, message: Message) -> None:
         error = message.error()
         if error is not None:
             if error.fatal():
-                raise KafkaException(error)
+                raise self._stopped(error)
             if error.code() == KafkaError._PARTITION_EOF:
                 self.end[message.partition() or 0] = message.offset() or 0
             else:

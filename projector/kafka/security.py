@@ -16,7 +16,6 @@ top instead of ``"principals"``; every role then signs in as that user.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -34,6 +33,25 @@ ROLES = ("admin", "leader", "client", "follower", "projector")
 """The principals' roles: who creates topics and ACLs, writes the log, sends commands, reads."""
 
 
+class SignIn:
+    """The last refusal of a principal's sign-in that its clients heard from a broker.
+
+    librdkafka only logs a refused sign-in and retries, so the request that could not
+    be sent fails later as if the cluster were unreachable; each client of the
+    principal reports the refusal here (its ``error_cb``), and `access_error` tells it.
+    """
+
+    __slots__ = ("refused",)
+
+    def __init__(self) -> None:
+        self.refused: str | None = None
+
+    def note(self, error: KafkaError) -> None:
+        """librdkafka's ``error_cb``: keep what a refused sign-in said."""
+        if error.code() in _SIGN_IN_FAILED:
+            self.refused = error.str()
+
+
 @dataclass(frozen=True, slots=True)
 class KafkaSecurity:
     """The security settings of one principal's Kafka clients.
@@ -45,6 +63,8 @@ class KafkaSecurity:
         password: its password (never shown by `repr`).
         ca_file: a PEM file of the CA that signed the brokers' certificates; None for the
             system's CAs.
+        sign_in: what the brokers said of this principal's sign-in, as its clients heard it
+            (`secured`); not part of the settings' value.
     """
 
     protocol: str = "PLAINTEXT"
@@ -52,6 +72,7 @@ class KafkaSecurity:
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     ca_file: str | None = None
+    sign_in: SignIn = field(default_factory=SignIn, repr=False, compare=False)
 
     @property
     def principal(self) -> str:
@@ -109,17 +130,8 @@ def secured(config: dict[str, Any], security: KafkaSecurity) -> dict[str, Any]:
     """
     merged = {**config, **security.client_config()}
     if security.username is not None:
-        merged["error_cb"] = functools.partial(_note_sign_in, security)
+        merged["error_cb"] = security.sign_in.note
     return merged
-
-
-_REFUSED_SIGN_INS: dict[KafkaSecurity, str] = {}
-"""The principals whose sign-in a broker refused in this process, and what it said."""
-
-
-def _note_sign_in(security: KafkaSecurity, error: KafkaError) -> None:
-    if error.code() in _SIGN_IN_FAILED:
-        _REFUSED_SIGN_INS[security] = error.str()
 
 
 def load_credentials(path: str | Path, role: str) -> KafkaSecurity:
@@ -212,7 +224,7 @@ def access_error(
         )
     refused = error.str() if code in _SIGN_IN_FAILED else None
     if refused is None and code in _UNANSWERED:
-        refused = _REFUSED_SIGN_INS.get(security)
+        refused = security.sign_in.refused
     if refused is not None:
         return AccessDenied(
             "AuthenticationFailed",

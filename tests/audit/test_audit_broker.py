@@ -22,8 +22,8 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from events.checkpoint import Signer, from_event
 from events.intents import CheckpointSigned, LeaderElected
 from metalog.cli import main
-from metalog.cli_follow import follow_demo
-from metalog.cli_json import image_document
+from metalog.cli.follow import follow_demo
+from metalog.cli.output import image_document
 from producers.client.client import MetadataClient
 from producers.leader.leader import Leader
 from producers.leader.local import CheckpointSchedule

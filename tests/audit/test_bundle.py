@@ -20,9 +20,9 @@ from events.checkpoint import Checkpoint, Signer, from_event
 from events.intents import CheckpointSigned
 from events.topics import partition_for
 from metalog.cli import main
-from metalog.keys import public_pem
 from projector.audit.bundle import write_bundle
 from projector.audit.verify import Verifier
+from projector.checkpoint_keys import public_pem
 from tests.audit.tamper import KEY, OTHER_KEY, events, signed_log
 
 FIRST, SECOND = "greptime", "analytics"

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from events.checkpoint import key_id, parse_note
-from metalog.keys import public_pem, read_public_key
 from projector.audit.bundle import write_bundle
+from projector.checkpoint_keys import public_pem, read_public_key
 from tests.audit.tamper import KEY, signed_log
 from tests.stack.test_cli_errors import metalog
 

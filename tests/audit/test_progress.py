@@ -8,9 +8,9 @@ import pytest
 from rich.console import Console
 
 from events.topics import Topics
-from metalog import progress as long_work
-from metalog.cli_replay import ReplayProgress
-from metalog.progress import LongProgress, counted
+from metalog.cli import progress as long_work
+from metalog.cli.progress import LongProgress, counted
+from metalog.cli.replay import ReplayProgress
 from projector.replay.source import LogReader
 from tests.audit.scripted import lifecycle
 

@@ -13,7 +13,7 @@ import pytest
 
 from events.codec import encode_event
 from metalog.cli import main
-from metalog.cli_replay import replay_document
+from metalog.cli.replay import replay_document
 from projector.follower.follower import Follower
 from projector.replay.asof import replay_as_of
 from projector.replay.point import Point

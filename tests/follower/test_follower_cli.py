@@ -8,7 +8,7 @@ import pytest
 
 from events.values import TableInfoValue
 from metalog.cli import main
-from metalog.cli_follow import follow_demo
+from metalog.cli.follow import follow_demo
 from tests.fixtures.kafka import TopicSet
 from tests.follower.workload import CATALOG, produce, random_log
 

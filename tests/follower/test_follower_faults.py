@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from events.changes import KeyPresent
-from events.topics import REASON_HEADER
-from projector.errors import DivergedAt, ResourceVersionTooOld
+from events.topics import REASON_HEADER, Topics
+from projector.errors import DivergedAt, FollowerStopped, ResourceVersionTooOld
 from projector.follower.follower import Follower
 from projector.follower.watch import WatchEvent
 from tests.fixtures.kafka import TopicSet
@@ -110,3 +110,22 @@ def test_watch_from_an_old_version_replays_exactly_the_missed_changes(
         with pytest.raises(ResourceVersionTooOld, match="re-list"):
             later.watch(print, from_resource_version=3)
         later.watch(print, from_resource_version=10).cancel()
+
+
+def test_an_unreachable_events_topic_stops_the_follower_with_a_metalog_error(
+    wire: TopicSet,
+) -> None:
+    """The read side tells Kafka's failures in metalog's words (the one error table), as
+    the write side does: no raw `KafkaException` reaches the caller."""
+    topics = Topics(f"missing-{uuid.uuid4().hex[:8]}")
+    follower = Follower(wire.bootstrap, CATALOG, topics=topics)
+    follower.start()
+    try:
+        wait_until(lambda: follower.failure is not None, timeout=60.0)
+        assert isinstance(follower.failure, FollowerStopped), repr(follower.failure)
+        told = str(follower.failure)  # the topic is missing, or did not show up in time
+        assert told.startswith("the follower stopped: ") and "run `metalog up`" in told, told
+        with pytest.raises(FollowerStopped):
+            follower.wait_for(1, timeout=1.0)
+    finally:
+        follower.stop()

@@ -17,8 +17,9 @@ from events.topics import Topics
 from events.values import Column
 from producers.client.client import MetadataClient
 from producers.errors import InvalidCommand, InvalidName, LeaderUnavailable, OutOfRange, TooLarge
-from producers.kafka.errors import kafka_error
-from projector.errors import AccessDenied
+from producers.kafka.errors import write_error
+from projector.errors import AccessDenied, ClusterUnavailable
+from projector.kafka.errors import kafka_error
 from projector.kafka.security import KafkaSecurity
 from tests.fixtures.kafka import TopicSet
 
@@ -101,13 +102,13 @@ def test_a_call_with_nothing_listening_raises_leader_unavailable(
 def test_librdkafka_codes_map_to_metalog_errors(
     code: int, kind: type[Exception], part: str
 ) -> None:
-    error = kafka_error(KafkaException(KafkaError(code)), "h:9")
+    error = write_error(KafkaException(KafkaError(code)), "h:9")
     assert type(error) is kind and part in str(error)
 
 
 def test_a_refusal_names_the_principal_and_the_operation() -> None:
     follower = KafkaSecurity("SASL_SSL", "SCRAM-SHA-512", "follower", "secret")
-    error = kafka_error(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)), "h:9",
+    error = write_error(KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)), "h:9",
                         security=follower, operation="WRITE metalog.events")
     assert type(error) is AccessDenied
     assert str(error).startswith(
@@ -116,8 +117,18 @@ def test_a_refusal_names_the_principal_and_the_operation() -> None:
 
 
 def test_a_kafka_exception_without_a_code_still_maps() -> None:
-    error = kafka_error(KafkaException("topic `x` does not exist"), "h:9")
+    error = write_error(KafkaException("topic `x` does not exist"), "h:9")
     assert type(error) is LeaderUnavailable and "topic `x` does not exist" in str(error)
+
+
+@pytest.mark.parametrize("code", [KafkaError._TRANSPORT, KafkaError.UNKNOWN_TOPIC_OR_PART,
+                                  KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_CONFIG])
+def test_the_read_side_maps_the_same_codes_to_cluster_unavailable(code: int) -> None:
+    """The one table serves the read side too: its outages are metalog errors, not the
+    write side's `LeaderUnavailable`."""
+    error = kafka_error(KafkaError(code), "h:9")
+    assert type(error) is ClusterUnavailable
+    assert str(error) == str(write_error(KafkaException(KafkaError(code)), "h:9"))
 
 
 @pytest.mark.integration

@@ -14,8 +14,8 @@ from rich.console import Console
 
 from events.values import Column
 from metalog.cli import main
-from metalog.demo_metrics import report
-from metalog.status_view import quantile
+from metalog.cli.status import quantile
+from metalog.demo.metrics import report
 from producers.client.client import MetadataClient
 from producers.leader.health import liveness as leader_liveness
 from producers.leader.health import readiness as leader_readiness

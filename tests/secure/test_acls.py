@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from events.values import Column
-from metalog import stack_secure
+from metalog.stack import secure as stack_secure
 from producers.client.client import MetadataClient
 from producers.leader.leader import Leader
 from producers.leader.log import read_events

@@ -11,7 +11,7 @@ import pytest
 
 from events.topics import partition_for
 from events.values import Column
-from metalog import stack_secure
+from metalog.stack import secure as stack_secure
 from producers.client.client import MetadataClient
 from producers.leader.leader import Leader
 from producers.leader.owner import LeaderOptions

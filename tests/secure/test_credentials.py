@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError
 
-from projector.errors import CredentialsError
+from projector.errors import AccessDenied, CredentialsError
 from projector.kafka.security import (
     PLAINTEXT,
     KafkaSecurity,
+    access_error,
     load_credentials,
     secured,
     security_for,
@@ -93,3 +95,18 @@ def test_the_credentials_variable_is_the_default(tmp_path: Path) -> None:
     missing = tmp_path / "nope.json"
     run = metalog("show", "--bootstrap", "127.0.0.1:1", METALOG_CREDENTIALS=str(missing))
     assert run.code == 78 and str(missing) in run.one_line
+
+
+def test_a_refused_sign_in_is_told_by_the_clients_that_heard_it_only() -> None:
+    """The refusal librdkafka reports to a client's ``error_cb`` is state of that
+    principal's settings, not of the process: another client's equal settings do not
+    see it, and an unanswered request of the first is told as the refusal."""
+    heard = KafkaSecurity("SASL_SSL", "SCRAM-SHA-512", "follower", "wrong")
+    other = KafkaSecurity("SASL_SSL", "SCRAM-SHA-512", "follower", "wrong")
+    secured({"bootstrap.servers": "h:1"}, heard)["error_cb"](
+        KafkaError(KafkaError.SASL_AUTHENTICATION_FAILED, "Authentication failed: bad password"))
+    unanswered = KafkaError(KafkaError._TRANSPORT)
+    denied = access_error(unanswered, heard, "READ metalog.events")
+    assert isinstance(denied, AccessDenied) and "bad password" in str(denied)
+    assert access_error(unanswered, other, "READ metalog.events") is None
+    assert heard == other and hash(heard) == hash(other)

@@ -10,9 +10,9 @@ import pytest
 from confluent_kafka.admin import AclOperation, ResourceType
 
 from events.topics import Topics
-from metalog import stack_secure
 from metalog.errors import StackError
-from metalog.stack_config import StackConfig
+from metalog.stack import secure as stack_secure
+from metalog.stack.config import StackConfig
 
 ROLES = {role: role for role in ("admin", "leader", "client", "follower", "projector")}
 

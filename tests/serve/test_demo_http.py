@@ -1,4 +1,4 @@
-"""The HTTP step of `make demo`, run as `python -m metalog.demo_http` against a real broker:
+"""The HTTP step of `make demo`, run as `python -m metalog.demo.http` against a real broker:
 `metalog serve` on loopback, a watch, one write, and nothing but metalog's own words."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 def test_the_demo_http_step_shows_one_write_and_the_watch_that_saw_it(wire: TopicSet) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("METALOG_")}
     done = subprocess.run(
-        [sys.executable, "-m", "metalog.demo_http"], cwd=ROOT, capture_output=True, text=True,
+        [sys.executable, "-m", "metalog.demo.http"], cwd=ROOT, capture_output=True, text=True,
         env={**env, "PYTHONPATH": str(ROOT), "METALOG_BOOTSTRAP": wire.bootstrap,
              "METALOG_TOPIC_PREFIX": wire.prefix, "COLUMNS": "250"},  # a wide terminal
         timeout=300, check=False,

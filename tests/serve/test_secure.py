@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from metalog import stack_secure
 from metalog.cli import main
+from metalog.stack import secure as stack_secure
 from producers.leader.leader import Leader
 from server.auth import Users
 from server.catalogs import ServerSettings

@@ -19,7 +19,7 @@ from events.values import (
     TableRouteValue,
 )
 from projector.fold.image import Image
-from streaming.read import read_current
+from streaming.readers.read import read_current
 
 Key = tuple[str, str]
 Rows = Callable[[str, str], list[dict[str, Any]]]

@@ -17,14 +17,14 @@ from events.event import Event
 from events.labels import region_label_rows, table_rule_ranges
 from events.spark_schemas import spark_decoders
 from events.values import KeyRange, Label, LabelRuleValue, PartitionDef, TableInfoValue
-from streaming import sink
-from streaming.changes import log_rows
-from streaming.decode import KAFKA_SCHEMA, decode
 from streaming.errors import OldCheckpoint
-from streaming.fold import FOLD_OUTPUT
-from streaming.projection import BatchWriter, LogWriter, ProjectionConfig, ensure_tables
-from streaming.read import read_rows, table_uri
-from streaming.tables import region_label_columns
+from streaming.readers.read import read_rows, table_uri
+from streaming.spark import sink
+from streaming.spark.changes import log_rows
+from streaming.spark.decode import KAFKA_SCHEMA, decode
+from streaming.spark.fold import FOLD_OUTPUT
+from streaming.spark.projection import BatchWriter, LogWriter, ProjectionConfig, ensure_tables
+from streaming.spark.tables import region_label_columns
 from tests.spark.expect import assert_projection_equals
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]

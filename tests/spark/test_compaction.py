@@ -14,9 +14,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from bench.workload import Workload, encoded
-from streaming.compact import COMPACTION_NICENESS, Maintenance
 from streaming.layout import CHANGES, KIND_TABLES
-from streaming.read import compacted_batch, read_current, read_table
+from streaming.readers.read import compacted_batch, read_current, read_table
+from streaming.spark.compact import COMPACTION_NICENESS, Maintenance
 from tests.fixtures.kafka import TopicSet
 from tests.fixtures.spark import projected
 
@@ -28,7 +28,7 @@ PARTITIONS = 2
 def test_the_scheduled_compaction_runs_in_a_niced_child_and_reaches_the_last_batch(
         spark: SparkSession, topics: Callable[..., TopicSet], tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="streaming.compact")
+    caplog.set_level(logging.INFO, logger="streaming.spark.compact")
     made = topics(partitions=PARTITIONS)
     work = Workload(["auto"], seed=29)
     work.run(30)
@@ -53,7 +53,7 @@ def test_the_scheduled_compaction_runs_in_a_niced_child_and_reaches_the_last_bat
     assert compacted_batch(config.delta_dir) == last
     assert niced, f"no child at niceness {own + COMPACTION_NICENESS}: {children}"
     assert not multiprocessing.active_children()  # stopping it ends the child
-    said = [r.getMessage() for r in caplog.records if r.name == "streaming.compact"]
+    said = [r.getMessage() for r in caplog.records if r.name == "streaming.spark.compact"]
     assert said[0] == f"compacted up to batch {last} ({', '.join(KIND_TABLES)})", said
     assert len(said) == 1, said  # the periods after it found nothing new and said nothing
     for table in KIND_TABLES:  # what readers see is what they saw before the compaction

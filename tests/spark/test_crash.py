@@ -14,8 +14,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from bench.workload import Workload, encoded, produce
-from streaming.projection import ProjectionConfig, run_once
-from streaming.read import read_rows
+from streaming.readers.read import read_rows
+from streaming.spark.projection import ProjectionConfig, run_once
 from tests.fixtures.kafka import TopicSet
 from tests.spark.expect import assert_projection_equals
 

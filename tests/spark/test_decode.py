@@ -9,7 +9,7 @@ import pytest
 
 from bench.workload import Workload, encoded
 from events.spark_schemas import SparkDecoder, spark_decoders
-from streaming.decode import GATE_INTENTS, envelope_reader_schema, mutations_reader_schema
+from streaming.spark.decode import GATE_INTENTS, envelope_reader_schema, mutations_reader_schema
 from tests.events import event_golden as golden
 
 ENVELOPE = ("event_id", "catalog", "resource_version", "leader_epoch", "schema_epoch",

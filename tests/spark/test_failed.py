@@ -1,7 +1,7 @@
 """How a failed projection query is told to the user (no Spark needed: Spark's own messages)."""
 
 from streaming.errors import OldCheckpoint, ProjectionError
-from streaming.projection import ProjectionConfig, failed
+from streaming.spark.projection import ProjectionConfig, failed
 
 CONFIG = ProjectionConfig(bootstrap="127.0.0.1:1", topic="metalog.events", delta_dir="/data/t",
                           checkpoint="/data/cp")  # fmt: skip

@@ -1,5 +1,5 @@
 """Local paths in a metalog Spark session: written by Hadoop's file system without a forked
-process per file (`metalog.spark_session.FORKLESS_FS`), with the same results."""
+process per file (`streaming.spark.settings.FORKLESS_FS`), with the same results."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from streaming.session import configure
+from streaming.spark.settings import configure
 
 
 @contextmanager

@@ -11,11 +11,11 @@ from prometheus_client import CollectorRegistry
 from pyspark.sql import SparkSession
 
 from bench.workload import Workload, encoded, produce
-from metalog.status_view import look
+from metalog.cli.status import look
 from projector.telemetry import MetricsServer
-from streaming.compact import compact
 from streaming.metrics import ProjectionMetrics, liveness, readiness
-from streaming.projection import ProjectionConfig, run_once
+from streaming.spark.compact import compact
+from streaming.spark.projection import ProjectionConfig, run_once
 from tests.fixtures.kafka import TopicSet
 from tests.operations.scrape import get, scrape, value
 

@@ -13,10 +13,10 @@ from bench.workload import Workload, encoded, produce
 from events.schema_store import MAGIC
 from projector.fold.apply import replay
 from projector.fold.image import Image
-from streaming import session
-from streaming.compact import compact
-from streaming.projection import ProjectionConfig, run_once
-from streaming.read import read_rows
+from streaming.readers.read import read_rows
+from streaming.spark import settings as session
+from streaming.spark.compact import compact
+from streaming.spark.projection import ProjectionConfig, run_once
 from tests.fixtures.kafka import TopicSet
 from tests.spark.expect import assert_projection_equals, current_rows, delta_values
 

@@ -8,7 +8,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming import StreamingQuery
 
-from streaming.queries import Projection
+from streaming.spark.queries import Projection
 
 
 class FakeQuery:

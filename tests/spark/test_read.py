@@ -1,4 +1,4 @@
-"""`streaming.read`: the JVM-free reader (no Spark needed; deltalake writes the fixture)."""
+"""`streaming.readers.read`: the JVM-free reader (no Spark needed; deltalake writes the fixture)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from events.changes import Mutation, MutationOp
 from events.codec import encode_event
 from events.keys import table_info_key, table_name_key
 from events.values import TableNameValue
-from streaming.read import TABLES, read_current, read_rows, read_table, table_uri
+from streaming.readers.read import TABLES, read_current, read_rows, read_table, table_uri
 from tests.events.event_samples import EVENTS, INFO
 
 COMPACTED = pa.schema([("catalog", pa.string()), ("key", pa.string()),

@@ -10,11 +10,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from bench.workload import Workload, encoded, produce
-from streaming.compact import compact
-from streaming.current import change_feed, current, register_views
 from streaming.layout import KIND_TABLES, key_columns
-from streaming.projection import run_once
-from streaming.read import read_current
+from streaming.readers.read import read_current
+from streaming.spark.compact import compact
+from streaming.spark.current import change_feed, current, register_views
+from streaming.spark.projection import run_once
 from tests.fixtures.kafka import TopicSet
 from tests.fixtures.spark import projected
 

@@ -1,4 +1,4 @@
-"""`streaming.replay`: the Spark batch replay against the Python replay, at the same points."""
+"""`streaming.spark.replay`: the Spark batch replay against the Python replay, same points."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from events.values import KeyValue
 from projector.fold.view import View
 from projector.replay.asof import replay_as_of
 from projector.replay.point import Point
-from streaming.replay import SparkPoint, replay_job
+from streaming.spark.replay import SparkPoint, replay_job
 from tests.fixtures.kafka import TopicSet
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]

@@ -13,10 +13,10 @@ from pyspark.sql import SparkSession
 
 from bench.workload import Workload, encoded, produce
 from metalog.cli import main
-from projector.query.engine import Engine
-from projector.query.relations import RELATIONS
-from streaming.projection import ProjectionConfig, run_once
-from streaming.relations import DeltaSource
+from producers.sql.delta_source import DeltaSource
+from producers.sql.engine import Engine
+from producers.sql.relations import RELATIONS
+from streaming.spark.projection import ProjectionConfig, run_once
 from tests.fixtures.kafka import TopicSet
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]

@@ -1,4 +1,4 @@
-"""The SQL step of `make demo`, run as `python -m metalog.demo_sql` against a real broker:
+"""The SQL step of `make demo`, run as `python -m metalog.demo.sql` against a real broker:
 it writes through `metalog sql`, reads REGION_LABEL and SHOW CREATE TABLE back, and
 prints nothing but metalog's own words."""
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 def test_the_demo_sql_step(wire: TopicSet) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("METALOG_")}
     done = subprocess.run(
-        [sys.executable, "-m", "metalog.demo_sql"], cwd=ROOT, capture_output=True, text=True,
+        [sys.executable, "-m", "metalog.demo.sql"], cwd=ROOT, capture_output=True, text=True,
         env={**env, "PYTHONPATH": str(ROOT), "METALOG_BOOTSTRAP": wire.bootstrap,
              "METALOG_TOPIC_PREFIX": wire.prefix, "COLUMNS": "250"},  # a wide terminal
         timeout=300, check=False,

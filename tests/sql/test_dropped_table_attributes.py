@@ -16,7 +16,7 @@ from events.labels import record_key_range, rule_id
 from events.values import Label
 from producers.leader.leader import Leader
 from producers.leader.local import LocalCatalog
-from projector.query.engine import Engine
+from producers.sql.engine import Engine
 from tests.domain.builders import SCHEMA, command, create, local
 from tests.fixtures.kafka import TopicSet
 from tests.sql.test_sql_cli import image, sql

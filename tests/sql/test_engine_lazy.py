@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from producers.sql.engine import Engine, QueryError
+from producers.sql.relations import RELATIONS, relation, relations
 from projector.fold.image import Image
-from projector.query.engine import Engine, QueryError
-from projector.query.relations import RELATIONS, relation, relations
 from tests.domain.builders import create, local
 
 

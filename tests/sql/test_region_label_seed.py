@@ -6,9 +6,9 @@ from events.changes import Mutation, MutationOp
 from events.keys import label_rule_key, table_info_key, table_name_key
 from events.labels import label_rule, partition_rule_ranges, rule_id, table_rule_ranges
 from events.values import Column, Label, PartitionDef, TableInfoValue, TableNameValue
+from producers.sql.engine import Engine
 from projector.fold.draft import mutated
 from projector.fold.image import Image
-from projector.query.engine import Engine
 
 SEED = [
     ("schema/test/t1/p0", "key-range", '"merge_option=allow"',

@@ -16,11 +16,11 @@ from events.changes import Mutation, MutationOp
 from events.keys import table_info_key, table_name_key
 from events.values import Column, TableInfoValue, TableNameValue
 from producers.errors import InvalidCommand
+from producers.sql.engine import Engine
 from producers.sql.errors import SqlError, SqlSyntaxError, UnsupportedStatement
 from producers.sql.translate import Settings, Write, translate
 from projector.fold.draft import mutated
 from projector.fold.image import Image
-from projector.query.engine import Engine
 
 S = Settings(catalog="greptime")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from metalog.cli import exit_code
+from metalog.cli.commands import exit_code
 from producers.errors import CommandOutcomeUnknown, InvalidName, LeaderUnavailable
 from projector.errors import FollowerStopped, SnapshotError
 from tests.fixtures.kafka import TopicSet

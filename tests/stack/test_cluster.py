@@ -15,8 +15,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from events.replies import Committed
 from events.topics import Topics
 from events.values import Column
-from metalog import stack_cluster
-from metalog.stack_config import StackConfig
+from metalog.stack import cluster as stack_cluster
+from metalog.stack.config import StackConfig
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
 from producers.leader.log import read_events

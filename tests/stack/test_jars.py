@@ -2,7 +2,7 @@
 
 import re
 
-from metalog import jars
+from streaming.spark import jars
 
 
 def test_broker_classpath_holds_kafka_and_a_log4j_backend() -> None:

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from metalog import stack
 from metalog.cli import main
 from metalog.errors import StackError
-from metalog.stack_config import StackConfig
+from metalog.stack import broker as stack
+from metalog.stack.config import StackConfig
 from projector.kafka.topics import (
     create_topics,
     describe_topic_config,

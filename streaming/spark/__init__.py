@@ -1,0 +1,1 @@
+"""The Spark jobs: the projection into Delta, its compaction, the batch replay, their session."""
