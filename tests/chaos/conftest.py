@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from chaos import gobuild
 from chaos.errors import GoToolchainMissing
+from producers.client.client import MetadataClient
+from tests.fixtures.kafka import TopicSet
 
 
 @pytest.fixture(scope="session")
@@ -15,3 +19,11 @@ def go_toolchain() -> str:
         return gobuild.go()
     except GoToolchainMissing as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture
+def client(wire: TopicSet) -> Iterator[MetadataClient]:
+    """A client of catalog `greptime` on the test's topics."""
+    with MetadataClient(wire.bootstrap, catalog="greptime", actor="alice",
+                        topics=wire.topics) as made:  # fmt: skip
+        yield made

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from chaos.errors import CheckerError
 from chaos.history import Operation, Seen, check, write
 
 FAMILIES = [("a", "b")]
+DATA = Path(__file__).parent / "data"
 
 
 def _create(client: int, call: int, ret: int, table_id: int = 7) -> Operation:
@@ -70,3 +72,19 @@ def test_a_history_that_names_no_family_is_a_checker_error(tmp_path: Path) -> No
     path = write(tmp_path / "history.json", [], [_create(0, 0, 10)])
     with pytest.raises(CheckerError, match="names family 0"):
         check(path)
+
+
+@pytest.mark.usefixtures("go_toolchain")
+def test_the_stale_read_the_chaos_run_found_is_refuted(tmp_path: Path) -> None:
+    """Family f1 of the seed-7 run with `--reads caught-up` (docs/reliability.md, "Anomalies"),
+    up to the read that missed its own client's acked alter; without that read it is ok."""
+    recorded = json.loads((DATA / "stale-read-after-ack.json").read_text())
+    refuted = tmp_path / "refuted.json"
+    refuted.write_text(json.dumps(recorded))
+    verdict = check(refuted)
+    assert verdict.result == "refuted"
+    assert verdict.visualization is not None and verdict.visualization.exists()
+    recorded["operations"] = recorded["operations"][:-1]
+    linearizable = tmp_path / "ok.json"
+    linearizable.write_text(json.dumps(recorded))
+    assert check(linearizable).result == "ok"
