@@ -26,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0, help="how long faults go on")
     parser.add_argument("--seed", type=int, default=None, help="default: a random one, printed")
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--families", type=int, default=3,
+                        help="families of two table names the clients share")
     parser.add_argument("--out", type=Path, default=None,
                         help="the run's folder (default .metalog/chaos/<seed>)")
     parser.add_argument("--base-port", type=int, default=cluster.DEFAULT_BASE,
@@ -39,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path(".metalog") / "chaos" / f"{seed}-{int(time.time())}"
     steps = nemesis.schedule(seed, args.minutes * 60.0)
     result = run(RunOptions(out=out.absolute(), steps=steps, seed=seed,
-                            workload=WorkloadOptions(clients=args.clients, reads=args.reads),
+                            workload=WorkloadOptions(clients=args.clients, families=args.families,
+                                                     reads=args.reads),
                             base_port=args.base_port))  # fmt: skip
     print(json.dumps({**asdict(result), "anomalies": result.anomalies}, indent=2))
     return 1 if result.anomalies else 0

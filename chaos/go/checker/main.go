@@ -62,8 +62,9 @@ func load(path string) (History, error) {
 	return h, nil
 }
 
-// operations turns records into Porcupine's operations; an unknown outcome
-// returns at the end of the history (it may take effect at any point after its call).
+// operations turns records into Porcupine's operations; a write of unknown
+// outcome returns at the end of the history (it may take effect at any point
+// after its call); a read without an answer is left out.
 func operations(h History) ([]porcupine.Operation, int) {
 	var end int64
 	for _, r := range h.Operations {
@@ -77,6 +78,9 @@ func operations(h History) ([]porcupine.Operation, int) {
 	ops := make([]porcupine.Operation, 0, len(h.Operations))
 	unknown := 0
 	for _, r := range h.Operations {
+		if r.Input.Op == "read" && (r.Return == nil || r.Output.Outcome == "unknown") {
+			continue // a read that got no answer constrains nothing (Jepsen drops them too)
+		}
 		ret := end + 1
 		if r.Return != nil && r.Output.Outcome != "unknown" {
 			ret = *r.Return
