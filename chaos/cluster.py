@@ -140,8 +140,9 @@ def kill_broker(layout: Layout, n: int) -> bool:
     return True
 
 
-def up(layout: Layout, proxy: Toxiproxy) -> None:
-    """Start the brokers, create the proxies in front of them and the topics.
+def up(layout: Layout, proxy: Toxiproxy | None) -> None:
+    """Start the brokers, create the proxies in front of them (None: no proxies; the groups'
+    listeners then lead nowhere) and the topics.
 
     Raises:
         StackError: A broker did not format or start.
@@ -156,9 +157,20 @@ def up(layout: Layout, proxy: Toxiproxy) -> None:
         assert pid is not None
         stack._wait_ready(node, pid, stack.START_TIMEOUT_S, PLAINTEXT)
         for group in GROUPS:
-            proxy.create(Layout.proxy(n, group), layout.proxy_port(n, group),
-                         layout.listener_port(n, group))  # fmt: skip
+            if proxy is not None:
+                proxy.create(Layout.proxy(n, group), layout.proxy_port(n, group),
+                             layout.listener_port(n, group))  # fmt: skip
     create_metalog_topics(layout.direct, layout.prefix, layout.partitions)
+
+
+def broker_pids(layout: Layout) -> dict[str, int]:
+    """The running brokers' process ids, by name (`broker1`…)."""
+    pids = {}
+    for n in range(1, BROKERS + 1):
+        pid = stack._read_pid(layout.node(n))
+        if pid is not None and stack._is_our_broker(pid, layout.node(n)):
+            pids[f"broker{n}"] = pid
+    return pids
 
 
 def down(layout: Layout) -> None:
