@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
-.PHONY: demo test test-unit lint bench up down status jars chromium clean
+.PHONY: demo test test-unit lint bench up down status jars chromium clean jepsen
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,7 +34,13 @@ test-unit: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m mypy events producers projector streaming metalog
+	$(PY) -m mypy events producers projector streaming metalog chaos
+
+# The long chaos run (docs/reliability.md): random faults for MINUTES, a random seed printed.
+# It needs the Go toolchain (Toxiproxy and the Porcupine checker are built from chaos/go).
+MINUTES ?= 60
+jepsen: jars
+	$(PY) -m chaos --minutes $(MINUTES)
 
 bench: jars
 	$(PY) -m bench.baseline
