@@ -34,7 +34,7 @@ test-unit: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m mypy events producers projector streaming metalog chaos
+	$(PY) -m mypy events producers projector streaming server metalog chaos
 
 # The long chaos run (docs/reliability.md): random faults for MINUTES, a random seed printed.
 # It needs the Go toolchain (Toxiproxy and the Porcupine checker are built from chaos/go).

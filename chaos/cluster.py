@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.toxiproxy import Toxiproxy
-from metalog import jars, stack, stack_cluster
-from metalog.stack_config import StackConfig, log4j2_properties, server_properties
+from metalog.stack import broker as stack
+from metalog.stack import cluster as stack_cluster
+from metalog.stack.config import StackConfig, log4j2_properties, server_properties
 from projector.kafka.security import PLAINTEXT
 from projector.kafka.topics import create_metalog_topics
+from streaming.spark import jars
 
 BROKERS = 3
 DEFAULT_BASE = 29000
