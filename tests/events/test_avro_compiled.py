@@ -14,11 +14,12 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from events.chain import seal_record, seal_record_reference
 from events.codec import to_avro_dict
 from events.commands import Command
 from events.compiled.read import compile_reader
 from events.compiled.shape import compile_converters
-from events.compiled.write import compile_writer
+from events.compiled.write import compile_model_writer, compile_writer, write_long
 from events.event import Event
 from events.intents import Intent
 from events.replies import Reply
@@ -89,6 +90,27 @@ def test_events_are_written_and_read_as_fastavro_does_under_every_version(
             continue
         assert write(avro) == expected
         assert_read_as_fastavro(version.parsed, expected)
+
+
+@pytest.mark.parametrize("intent", _members(Intent), ids=lambda m: m.__name__)
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_the_model_writer_writes_what_fastavro_writes_and_seals_as_the_reference(
+    intent: type, data: st.DataObject
+) -> None:
+    event = data.draw(for_model(Event, intent=for_model(intent)))
+    parsed = default_store().current("event").parsed
+    out = bytearray()
+    at = compile_model_writer(parsed, "hash")(out, event)
+    assert bytes(out) == fastavro_bytes(parsed, to_avro_dict(event))
+    assert at is not None and out[at:].startswith(_length(len(event.hash)) + event.hash)
+    assert seal_record(event) == seal_record_reference(event)
+
+
+def _length(n: int) -> bytes:
+    out = bytearray()
+    write_long(out, n)
+    return bytes(out)
 
 
 @pytest.mark.parametrize("model", _members(Command) + _members(Reply), ids=lambda m: m.__name__)
