@@ -304,7 +304,8 @@ class KindCodec:
         if found is None:
             from events.compiled.write import compile_model_writer
 
-            write = compile_model_writer(self._reader, mark)
+            # Table infos repeat the columns of their table: each is written once.
+            write = compile_model_writer(self._reader, mark, frozenset({"Column"}))
 
             def append(out: bytearray, model: Any) -> int | None:
                 try:

@@ -172,7 +172,7 @@ class _Writer(SourceGenerator):
 
 
 def compile_model_writer(
-    parsed: dict[str, Any], mark: str | None = None
+    parsed: dict[str, Any], mark: str | None = None, memo: frozenset[str] = frozenset()
 ) -> Callable[[bytearray, Any], int | None]:
     """A function appending a model of the record schema `parsed` to a `bytearray`.
 
@@ -185,16 +185,23 @@ def compile_model_writer(
         parsed: The fastavro-parsed record schema.
         mark: A field of the top-level record: the function returns the length
             of `out` just before that field's bytes (else it returns None).
+        memo: Records (short names, of primitive fields only) whose bytes the
+            writer keeps by their fields' values and copies when it meets them
+            again: the columns every table info repeats. Past `MEMO_LIMIT`
+            entries a record's memo starts over.
 
     Raises:
         ValueError: The schema uses a type or union this writer does not cover.
     """
     namespace = {"_SMALL": _SMALL, "_long": write_long, "_bytes": _bytes,
                  "_timestamp": _timestamp_micros}  # fmt: skip
-    write: Callable[[bytearray, Any], int | None] = _ModelWriter(parsed["name"], mark).build(
-        parsed, namespace
-    )
+    writer = _ModelWriter(parsed["name"], mark, memo)
+    write: Callable[[bytearray, Any], int | None] = writer.build(parsed, namespace)
     return write
+
+
+MEMO_LIMIT = 100_000
+"""Entries a model writer keeps per memoized record; past it that memo starts over."""
 
 
 class _ModelWriter(_Writer):
@@ -207,11 +214,13 @@ class _ModelWriter(_Writer):
 
     purpose = "compiled Avro model writer"
 
-    def __init__(self, top: str, mark: str | None) -> None:
+    def __init__(self, top: str, mark: str | None, memo: frozenset[str]) -> None:
         super().__init__()
-        self._top, self._mark = top, mark
+        self._top, self._mark, self._memo = top, mark, memo
 
     def record_source(self, function: str, schema: dict[str, Any]) -> list[str]:
+        if schema["name"].rpartition(".")[2] in self._memo:
+            return self._memo_source(function, schema)
         body = ["    fields = value.__dict__", "    mark = None"]
         marked = schema["name"] == self._top
         for field in schema["fields"]:
@@ -221,6 +230,27 @@ class _ModelWriter(_Writer):
             body.append(f"    {var} = fields[{field['name']!r}]")
             self.value(field["type"], var, body, "    ")
         return [f"def {function}(out, value):", *body, "    return mark"]
+
+    def _memo_source(self, function: str, schema: dict[str, Any]) -> list[str]:
+        """A record written once per distinct value: its bytes kept under its fields'
+        values (the type of each is in the key: `True` and `1` must not meet)."""
+        names = [field["name"] for field in schema["fields"]]
+        if any(not isinstance(f["type"], (str, list)) or f["type"] not in (
+            "string", "long", "boolean", "bytes", ["null", "string"], ["null", "long"]
+        ) for f in schema["fields"]):  # fmt: skip
+            raise ValueError(f"record {schema['name']} holds more than primitives: no memo")
+        memo = self.constant("_memo", {})
+        values = ", ".join(f"v[{n!r}], type(v[{n!r}])" for n in names)
+        body = ["    v = value.__dict__", f"    k = ({values},)", f"    b = {memo}.get(k)",
+                "    if b is not None:", "        out += b", "        return None",
+                "    start = len(out)"]  # fmt: skip
+        for name, field in zip(names, schema["fields"], strict=True):
+            var = self.name("v")
+            body.append(f"    {var} = v[{name!r}]")
+            self.value(field["type"], var, body, "    ")
+        body += [f"    if len({memo}) >= {MEMO_LIMIT}: {memo}.clear()",
+                 f"    {memo}[k] = bytes(out[start:])", "    return None"]  # fmt: skip
+        return [f"def {function}(out, value):", *body]
 
     def union(self, branches: list[Any], var: str, out: list[str], pad: str) -> None:
         if len(branches) > 64:

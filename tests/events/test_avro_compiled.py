@@ -9,6 +9,7 @@ from io import BytesIO
 from typing import Any, NamedTuple
 
 import pytest
+from event_samples import sample_event
 from event_strategies import for_model
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from hypothesis import given, settings
@@ -21,9 +22,10 @@ from events.compiled.read import compile_reader
 from events.compiled.shape import compile_converters
 from events.compiled.write import compile_model_writer, compile_writer, write_long
 from events.event import Event
-from events.intents import Intent
+from events.intents import Intent, TableAltered
 from events.replies import Reply
 from events.schema_store import default_store
+from events.values import Column
 
 
 def fastavro_bytes(parsed: Any, datum: Any) -> bytes:
@@ -194,3 +196,23 @@ def test_a_schema_with_an_uncovered_type_is_refused_when_compiled() -> None:
         compile_writer(schema)
     with pytest.raises(ValueError, match="double"):
         compile_reader(schema)
+
+
+def test_the_model_writer_writes_a_column_met_before_from_its_memo_and_only_an_equal_one() -> None:
+    parsed = default_store().current("event").parsed
+    write = compile_model_writer(parsed, "hash", frozenset({"Column"}))
+    plain = compile_model_writer(parsed, "hash")
+    base = Column(name="id", data_type="bigint", nullable=False, default_value=None)
+    variants = [
+        base,
+        base.model_copy(update={"nullable": True}),
+        base.model_copy(update={"default_value": ""}),
+        base.model_copy(update={"default_value": "0"}),
+        base.model_copy(update={"name": "id2"}),
+        base,
+    ]
+    for column in variants * 2:  # the second time round, every column is in the memo
+        event = sample_event(TableAltered(table_id=1, add_columns=(column,)), resource_version=1)
+        memoized, fresh = bytearray(), bytearray()
+        assert write(memoized, event) == plain(fresh, event)
+        assert memoized == fresh == fastavro_bytes(parsed, to_avro_dict(event))
