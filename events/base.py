@@ -1,5 +1,6 @@
 """The base of every wire model: frozen, strict, mirrored by an Avro record."""
 
+import functools
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,7 +24,13 @@ class Record(BaseModel):
 
 _M = TypeVar("_M", bound=BaseModel)
 _set = object.__setattr__
-_FIELDS_SETS: dict[type[BaseModel], set[str]] = {}
+
+
+@functools.cache
+def _fields_set(model: type[BaseModel]) -> set[str]:
+    """The one fields-set of `model` instances built with every field (never written)."""
+    return set(model.model_fields)
+
 
 
 def built(model: type[_M], fields: dict[str, Any], fields_set: set[str] | None = None) -> _M:
@@ -36,9 +43,7 @@ def built(model: type[_M], fields: dict[str, Any], fields_set: set[str] | None =
     the models are frozen.
     """
     if fields_set is None:
-        fields_set = _FIELDS_SETS.get(model)
-        if fields_set is None:
-            fields_set = _FIELDS_SETS[model] = set(model.model_fields)
+        fields_set = _fields_set(model)
     instance = model.__new__(model)
     _set(instance, "__dict__", fields)
     _set(instance, "__pydantic_fields_set__", fields_set)

@@ -11,10 +11,10 @@ verifying after it.
 """
 
 import hashlib
-import os
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from events.base import built
 from events.codec import codec
 from events.errors import ChainBroken, DecodeError
 from events.event import GENESIS_HASH, Event
@@ -39,10 +39,6 @@ def event_hash(prev_hash: bytes, event: Event, schema: SchemaVersion | None = No
     return hashlib.sha256(prev_hash + canonical_body(event, schema)).digest()
 
 
-_PLACEHOLDER = os.urandom(32)
-"""Stands in for the hash in the one Avro write that gives the canonical body and the record."""
-
-
 class Sealed(NamedTuple):
     """A sealed event and its record: the bytes `encode_event` gives for it, written once."""
 
@@ -58,23 +54,37 @@ def seal(event: Event) -> Event:
 def seal_record(event: Event) -> Sealed:
     """Seal `event` (as `seal`) and return it with its single-object encoded record.
 
-    One Avro write serves twice: the body is written with a 32-byte placeholder
-    hash, the canonical body is that with the field emptied, and the record is
-    the body with the placeholder replaced by the hash.
+    One Avro write, straight from the models, serves twice: the body written
+    with `hash` empty is the canonical body, and the record is that body with
+    the digest in the hash's place (the writer says where the field starts).
+    Under `METALOG_CODEC=fastavro` it is `seal_record_reference`.
     """
     event_codec = codec("event")
-    avro = event_codec.model_to_avro(event)
-    avro["hash"] = _PLACEHOLDER
-    body = event_codec.body(avro)
-    at = body.find(_PLACEHOLDER)
-    # Avro bytes: zigzag length (32 -> 0x40, 0 -> 0x00), then the bytes.
-    if at < 1 or body[at - 1] != 0x40 or body.find(_PLACEHOLDER, at + 1) >= 0:
-        sealed = event.model_copy(update={"hash": event_hash(event.prev_hash, event)})
-        return Sealed(sealed, event_codec.encode_avro(event_codec.model_to_avro(sealed)))
-    end = at + len(_PLACEHOLDER)
-    digest = hashlib.sha256(event.prev_hash + body[: at - 1] + b"\x00" + body[end:]).digest()
-    sealed = event.model_copy(update={"hash": digest})
-    return Sealed(sealed, event_codec.current.header + body[:at] + digest + body[end:])
+    write = event_codec.model_writer("hash")
+    if write is None:
+        return seal_record_reference(event)
+    fields = event.__dict__
+    if fields["hash"]:
+        fields = {**fields, "hash": b""}
+        event = built(Event, fields, event.__pydantic_fields_set__)
+    out = bytearray(event_codec.current.header)
+    at = write(out, event)
+    assert at is not None  # the Event schema has a `hash` field
+    header = len(event_codec.current.header)
+    digest = hashlib.sha256(event.prev_hash + out[header:]).digest()
+    # Avro bytes: zigzag length (0 -> 0x00, 32 -> 0x40), then the bytes.
+    out[at : at + 1] = b"\x40" + digest
+    sealed = built(Event, {**fields, "hash": digest}, event.__pydantic_fields_set__)
+    return Sealed(sealed, bytes(out))
+
+
+def seal_record_reference(event: Event) -> Sealed:
+    """`seal_record` the plain way: the Avro-shaped dict of the event, hashed
+    (`event_hash`), then the sealed event's dict written again. The fast path
+    must give the same bytes (`tests/events/test_events_chain.py`)."""
+    event_codec = codec("event")
+    sealed = event.model_copy(update={"hash": event_hash(event.prev_hash, event)})
+    return Sealed(sealed, event_codec.encode_avro(event_codec.model_to_avro(sealed)))
 
 
 def verify_chain(events: Iterable[Event], prev_hash: bytes = GENESIS_HASH) -> None:

@@ -4,7 +4,7 @@ A record is `C3 01` + the 8-byte CRC-64-AVRO fingerprint of the writer schema
 + the schemaless Avro body. Encoding always uses the current (newest) schema,
 written by `events.compiled.write`. Decoding looks the writer schema up by
 fingerprint, so every shipped version stays readable (`events.kind_codec`, which
-also reads `METALOG_CODEC`: the compiled reader and writer, or fastavro's).
+also reads `METALOG_CODEC` when first used: the compiled reader and writer, or fastavro's).
 
 Two dict shapes exist: the model shape (`model_dump()`, a union branch is a
 dict with a `type` key) and the Avro shape (a union branch is a
@@ -20,13 +20,13 @@ from pydantic import BaseModel
 from events.commands import Command
 from events.errors import DecodeError
 from events.event import Event
-from events.kind_codec import CODEC, codec
+from events.kind_codec import codec, codec_in_use
 from events.replies import Reply
 from events.schema_store import SchemaKind
 
 __all__ = [
-    "CODEC",
     "codec",
+    "codec_in_use",
     "decode_command",
     "decode_command_dict",
     "decode_event",

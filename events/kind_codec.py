@@ -6,19 +6,21 @@ or straight into the models), an older one by fastavro with the current schema a
 reader (Avro schema resolution) and then reshaped, so every shipped version stays
 readable. The record format and the two dict shapes: `events.codec`.
 
-`METALOG_CODEC=fastavro` (read once, when this module is imported) makes the
-codec write with `fastavro.schemaless_writer` and read every record the way
-it reads older ones, without importing the compiled reader and writer: the
-same bytes and models, slower; a way around a fault in the compiled code.
-The default, `METALOG_CODEC=compiled`, uses them. Any other value raises
-`UnknownCodec` on import.
+`METALOG_CODEC=fastavro` (read when a kind's codec is first built, never on
+import: `codec_in_use`) makes the codec write with `fastavro.schemaless_writer`
+and read every record the way it reads older ones, without importing the
+compiled reader and writer: the same bytes and models, slower; a way around a
+fault in the compiled code.
+The default, `METALOG_CODEC=compiled`, uses them, and writes events
+straight from their models (`model_writer`). Any other value raises
+`UnknownCodec` when the first codec is built.
 """
 
 import functools
 import os
 from collections.abc import Callable, Mapping
 from io import BytesIO
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from fastavro import schemaless_reader, schemaless_writer
@@ -40,22 +42,35 @@ from events.schema_store import (
 CODECS = ("compiled", "fastavro")
 """The values `METALOG_CODEC` may take."""
 
-CODEC = os.environ.get("METALOG_CODEC", "compiled")
-"""The Avro reader and writer in use: `compiled` (the default) or `fastavro`."""
 
-if CODEC not in CODECS:
-    raise UnknownCodec(CODEC, CODECS)
+
+def codec_in_use() -> str:
+    """The Avro reader and writer `METALOG_CODEC` names: `compiled` (the default) or `fastavro`.
+
+    Read when a kind's codec is built (`codec`), never on import.
+
+    Raises:
+        UnknownCodec: The variable names neither.
+    """
+    name = os.environ.get("METALOG_CODEC", "compiled")
+    if name not in CODECS:
+        raise UnknownCodec(name, CODECS)
+    return name
+
 
 Write = Callable[[dict[str, Any]], bytes]
 """The schemaless body of an Avro-shaped dict."""
+
+AppendModel = Callable[[bytearray, Any], int | None]
+"""Append a model's schemaless body to a `bytearray`; the offset of a marked field, or None."""
 
 Read = Callable[[bytes, int], tuple[Any, int]]
 """A record's body from an offset: (the model-shaped dict, the offset after it)."""
 
 
-def _writer(parsed: dict[str, Any]) -> Write:
-    """The writer of `parsed`: compiled, or fastavro's under `METALOG_CODEC=fastavro`."""
-    if CODEC == "fastavro":
+def _writer(parsed: dict[str, Any], plain: bool) -> Write:
+    """The writer of `parsed`: compiled, or fastavro's (`plain`: `METALOG_CODEC=fastavro`)."""
+    if plain:
 
         def write(avro: dict[str, Any]) -> bytes:
             out = BytesIO()
@@ -70,16 +85,20 @@ def _writer(parsed: dict[str, Any]) -> Write:
 
 
 def _current_reader(
-    parsed: dict[str, Any], root: Any = None, tuples: Mapping[str, type[tuple[Any, ...]]] = {}
+    parsed: dict[str, Any],
+    plain: bool,
+    root: Any = None,
+    tuples: Mapping[str, type[tuple[Any, ...]]] | None = None,
 ) -> Read | None:
     """The compiled reader of the current schema; None under `METALOG_CODEC=fastavro`.
 
     Args:
         parsed: The current schema.
+        plain: `METALOG_CODEC=fastavro`: no compiled reader.
         root: The model it mirrors: read straight into the models; None: the model shape.
         tuples: With `root`, the records read as tuples (`events.compiled.read`).
     """
-    if CODEC == "fastavro":
+    if plain:
         return None
     from events.compiled.models import mirrors
     from events.compiled.read import compile_reader
@@ -90,15 +109,15 @@ def _current_reader(
     # once): an info read is already as the image stores it (`events.pool`).
     shared = {"TableInfoValue": ("catalog", "schema_name", "primary_key")}
     return compile_reader(parsed, models=mirrors(root), pooled=frozenset({"Column"}), shared=shared,
-                          tuples=tuples)  # fmt: skip
+                          tuples=tuples or {})  # fmt: skip
 
 
-_MODELS: dict[SchemaKind, Any] = {"event": Event, "command": Command, "reply": Reply}
-_WRAPPER_FIELD: dict[SchemaKind, str | None] = {
-    "event": None,
-    "command": "command",
-    "reply": "reply",
-}
+_MODELS: Mapping[SchemaKind, Any] = MappingProxyType(
+    {"event": Event, "command": Command, "reply": Reply}
+)
+_WRAPPER_FIELD: Mapping[SchemaKind, str | None] = MappingProxyType(
+    {"event": None, "command": "command", "reply": "reply"}
+)
 
 
 class KindCodec:
@@ -110,17 +129,23 @@ class KindCodec:
 
     def __init__(self, kind: SchemaKind) -> None:
         store = default_store()
+        self.name = codec_in_use()
+        """`compiled` or `fastavro`: the Avro reader and writer this codec uses."""
+        self._plain = self.name == "fastavro"
         self.kind = kind
         self.current = store.current(kind)
         self._store = store
         self._writers = {v.fingerprint: v for v in store.versions(kind)}
-        self._write_as = {v.fingerprint: _writer(v.parsed) for v in store.versions(kind)}
+        self._write_as = {
+            v.fingerprint: _writer(v.parsed, self._plain) for v in store.versions(kind)
+        }
         self._reader = self.current.parsed
-        self._read_current = _current_reader(self._reader)
+        self._read_current = _current_reader(self._reader, self._plain)
         self._header = self.current.header
         self._field = _WRAPPER_FIELD[kind]
         self._to_avro, self._from_avro, self._from_model = compile_converters(self._reader)
         self._adapter: TypeAdapter[Any] = TypeAdapter(_MODELS[kind])
+        self._model_writers: dict[str | None, AppendModel] = {}
 
     def to_avro(self, shaped: dict[str, Any]) -> dict[str, Any]:
         """Turn a model-shaped dict into the Avro shape (wrapping commands and replies)."""
@@ -164,10 +189,13 @@ class KindCodec:
         try:
             return self._write_as[schema.fingerprint](avro)
         except Exception as exc:
-            raise EncodeError(
-                f"the {self.kind} does not fit its Avro schema ({type(exc).__name__}: {exc}); "
-                "check field types and that integers fit a 64-bit long"
-            ) from exc
+            raise self._misfit(exc) from exc
+
+    def _misfit(self, exc: Exception) -> EncodeError:
+        return EncodeError(
+            f"the {self.kind} does not fit its Avro schema ({type(exc).__name__}: {exc}); "
+            "check field types and that integers fit a 64-bit long"
+        )
 
     def read(self, data: bytes) -> tuple[dict[str, Any], SchemaVersion]:
         """Decode a single-object record to the model-shaped dict, with its writer schema.
@@ -258,7 +286,35 @@ class KindCodec:
         for a kind with a wrapper record or under `METALOG_CODEC=fastavro`."""
         if self._field is not None:
             return None
-        return _current_reader(self._reader, _MODELS[self.kind], tuples)
+        return _current_reader(self._reader, self._plain, _MODELS[self.kind], tuples)
+
+    def model_writer(self, mark: str | None = None) -> AppendModel | None:
+        """The current schema's writer straight from a model of this kind (no Avro-shaped
+        dict: `events.compiled.write.compile_model_writer`), compiled once per `mark`;
+        None for a kind with a wrapper record or under `METALOG_CODEC=fastavro`.
+
+        Args:
+            mark: A top-level field whose offset in the output the writer returns.
+
+        The writer raises `EncodeError` for a model that does not fit the schema.
+        """
+        if self._field is not None or self._plain:
+            return None
+        found = self._model_writers.get(mark)
+        if found is None:
+            from events.compiled.write import compile_model_writer
+
+            # Table infos repeat the columns of their table: each is written once.
+            write = compile_model_writer(self._reader, mark, frozenset({"Column"}))
+
+            def append(out: bytearray, model: Any) -> int | None:
+                try:
+                    return write(out, model)
+                except Exception as exc:
+                    raise self._misfit(exc) from exc
+
+            found = self._model_writers[mark] = append
+        return found
 
     def validate(self, shaped: dict[str, Any]) -> Any:
         """Validate a model-shaped dict into the model.

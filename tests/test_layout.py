@@ -100,6 +100,66 @@ def test_pure_module_imports_no_outside_world(module: str) -> None:
     assert not _clock_calls(module), f"{module} reads the clock: {_clock_calls(module)}"
 
 
+MUTABLE_CALLS = {"dict", "list", "set", "bytearray", "defaultdict", "OrderedDict", "Counter",
+                 "deque"}
+"""Calls that build a mutable container."""
+READS_THE_PROCESS = {("os", "environ"), ("os", "getenv"), ("os", "urandom"), ("os", "getpid")}
+"""What importing the contract must not read: the environment, randomness, the process."""
+
+
+def _module_level(tree: ast.Module) -> list[ast.stmt]:
+    """The statements that run on import: the top level, into `if`/`try`/`with`, not into
+    function or class bodies."""
+    found: list[ast.stmt] = []
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        found.append(node)
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            todo += [n for n in getattr(node, field, []) if isinstance(n, ast.stmt)]
+        for handler in getattr(node, "handlers", []):
+            todo += handler.body
+    return found
+
+
+def _import_time_faults(module: str) -> list[str]:
+    faults = []
+    for statement in _module_level(ast.parse(MODULES[module].read_text())):
+        where = f"line {statement.lineno}"
+        if isinstance(statement, ast.Raise):
+            faults.append(f"raises on import ({where})")
+        value = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(statement, ast.Assign) and ast.unparse(statement.targets[0]) == "__all__":
+            value = None  # the export list, by convention a list
+        if isinstance(value, (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp,
+                              ast.SetComp)) or (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id in MUTABLE_CALLS
+        ):  # fmt: skip
+            faults.append(f"module-level mutable {type(value).__name__} ({where})")
+        if isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
+            continue
+        for node in ast.walk(statement):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and (node.value.id, node.attr) in READS_THE_PROCESS
+            ):
+                faults.append(f"reads {node.value.id}.{node.attr} on import (line {node.lineno})")
+    return faults
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.split(".")[0] == "events"))
+def test_the_contract_has_no_import_time_side_effects_or_module_state(module: str) -> None:
+    """Issue 44 item 6: importing `events` reads no environment or randomness, raises
+    nothing, and leaves no mutable container at module level (a process-wide value is
+    made on first use, behind `functools.cache`, as `events.pool.default_pool`)."""
+    faults = _import_time_faults(module)
+    assert not faults, f"{module}: {faults}"
+
+
 ALLOWED = {
     "events": {"events"},
     "projector": {"events", "projector"},

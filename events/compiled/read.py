@@ -34,8 +34,7 @@ from typing import Any
 from events.base import LONG_MAX, LONG_MIN
 from events.compiled.models import CheckedModel, Mirrors, checked_model
 from events.compiled.source import EPOCH, PRIMITIVES, SourceGenerator
-from events.pool import pool, pooled_fields_set, remember
-from events.pool import shared as pooled_value
+from events.pool import default_pool, pooled_fields_set
 
 Read = Callable[[bytes, int], tuple[Any, int]]
 
@@ -97,10 +96,11 @@ def compile_reader(
         ValueError: The schema uses a type this reader does not cover, or a
             model does not mirror its record (`events.compiled.models.checked_model`).
     """
+    pool = default_pool()
     namespace = {"_varint": _varint, "_too_long": _too_long, "_not_long": _not_long,
                  "EPOCH": EPOCH, "_timedelta": timedelta, "_new": object.__new__,
-                 "_set": object.__setattr__, "_pool": pool, "_remember": remember,
-                 "_shared": pooled_value, "_tuple_new": tuple.__new__}  # fmt: skip
+                 "_set": object.__setattr__, "_pool": pool.values, "_remember": pool.remember,
+                 "_shared": pool.shared, "_tuple_new": tuple.__new__}  # fmt: skip
     read: Read = _Reader(tagged, models, pooled, shared, tuples).build(parsed, namespace)
     return read
 

@@ -26,7 +26,7 @@ from typing import Any
 from events.base import LONG_MAX, LONG_MIN
 from events.compiled.source import EPOCH, SourceGenerator
 
-_SMALL = [bytes([(n << 1) ^ (n >> 63)]) for n in range(-64, 64)]
+_SMALL = tuple(bytes([(n << 1) ^ (n >> 63)]) for n in range(-64, 64))
 """The one-byte zigzag varints of -64..63 (most lengths, versions and indexes)."""
 
 
@@ -169,3 +169,122 @@ class _Writer(SourceGenerator):
             return
         message = f"a value for a union of {len(branches)} branches must be a (name, value) tuple"
         out.append(f"{pad}    raise ValueError(f'{message}, not {{type({var}).__name__}}')")
+
+
+def compile_model_writer(
+    parsed: dict[str, Any], mark: str | None = None, memo: frozenset[str] = frozenset()
+) -> Callable[[bytearray, Any], int | None]:
+    """A function appending a model of the record schema `parsed` to a `bytearray`.
+
+    It writes the bytes `compile_writer` writes for the model's Avro shape
+    (`events.compiled.shape`), but reads the models themselves: a record's
+    fields from the model's `__dict__`, a union's branch from the model's
+    `type` (its Avro record name), so no dict of the Avro shape is built.
+
+    Args:
+        parsed: The fastavro-parsed record schema.
+        mark: A field of the top-level record: the function returns the length
+            of `out` just before that field's bytes (else it returns None).
+        memo: Records (short names, of primitive fields only) whose bytes the
+            writer keeps by their fields' values and copies when it meets them
+            again: the columns every table info repeats. Past `MEMO_LIMIT`
+            entries a record's memo starts over.
+
+    Raises:
+        ValueError: The schema uses a type or union this writer does not cover.
+    """
+    namespace = {"_SMALL": _SMALL, "_long": write_long, "_bytes": _bytes,
+                 "_timestamp": _timestamp_micros}  # fmt: skip
+    writer = _ModelWriter(parsed["name"], mark, memo)
+    write: Callable[[bytearray, Any], int | None] = writer.build(parsed, namespace)
+    return write
+
+
+MEMO_LIMIT = 100_000
+"""Entries a model writer keeps per memoized record; past it that memo starts over."""
+
+
+class _ModelWriter(_Writer):
+    """Emits `def f(out, value)` per record: append the model `value` to `out`.
+
+    Args:
+        top: The top-level record's name.
+        mark: The top-level field whose offset in `out` its function returns.
+    """
+
+    purpose = "compiled Avro model writer"
+
+    def __init__(self, top: str, mark: str | None, memo: frozenset[str]) -> None:
+        super().__init__()
+        self._top, self._mark, self._memo = top, mark, memo
+
+    def record_source(self, function: str, schema: dict[str, Any]) -> list[str]:
+        if schema["name"].rpartition(".")[2] in self._memo:
+            return self._memo_source(function, schema)
+        body = ["    fields = value.__dict__", "    mark = None"]
+        marked = schema["name"] == self._top
+        for field in schema["fields"]:
+            var = self.name("v")
+            if marked and field["name"] == self._mark:
+                body.append("    mark = len(out)")
+            body.append(f"    {var} = fields[{field['name']!r}]")
+            self.value(field["type"], var, body, "    ")
+        return [f"def {function}(out, value):", *body, "    return mark"]
+
+    def _memo_source(self, function: str, schema: dict[str, Any]) -> list[str]:
+        """A record written once per distinct value: its bytes kept under its fields'
+        values (the type of each is in the key: `True` and `1` must not meet)."""
+        names = [field["name"] for field in schema["fields"]]
+        if any(not isinstance(f["type"], (str, list)) or f["type"] not in (
+            "string", "long", "boolean", "bytes", ["null", "string"], ["null", "long"]
+        ) for f in schema["fields"]):  # fmt: skip
+            raise ValueError(f"record {schema['name']} holds more than primitives: no memo")
+        memo = self.constant("_memo", {})
+        values = ", ".join(f"v[{n!r}], type(v[{n!r}])" for n in names)
+        body = ["    v = value.__dict__", f"    k = ({values},)", f"    b = {memo}.get(k)",
+                "    if b is not None:", "        out += b", "        return None",
+                "    start = len(out)"]  # fmt: skip
+        for name, field in zip(names, schema["fields"], strict=True):
+            var = self.name("v")
+            body.append(f"    {var} = v[{name!r}]")
+            self.value(field["type"], var, body, "    ")
+        body += [f"    if len({memo}) >= {MEMO_LIMIT}: {memo}.clear()",
+                 f"    {memo}[k] = bytes(out[start:])", "    return None"]  # fmt: skip
+        return [f"def {function}(out, value):", *body]
+
+    def union(self, branches: list[Any], var: str, out: list[str], pad: str) -> None:
+        if len(branches) > 64:
+            raise ValueError("unions of more than 64 branches are not covered")
+        null_at: int | None = None
+        records: list[tuple[int, str]] = []
+        others: list[tuple[int, Any]] = []
+        for at, branch in enumerate(branches):
+            name = branch if isinstance(branch, str) else branch.get("name", branch["type"])
+            if name == "null":
+                null_at = at
+            elif name in self.named and self.named[name]["type"] == "record":
+                records.append((at, name))
+            elif isinstance(branch, dict) and branch["type"] == "record":
+                self.record(branch)
+                records.append((at, name))
+            else:
+                others.append((at, branch))
+        if (records and others) or len(others) > 1:
+            raise ValueError("a union of several non-null types must hold records only")
+        if null_at is not None:
+            out += [f"{pad}if {var} is None:", f"{pad}    out += {_SMALL[null_at + 64]!r}"]
+        out.append(f"{pad}{'else' if null_at is not None else 'if True'}:")
+        if others:
+            at, branch = others[0]
+            out.append(f"{pad}    out += {_SMALL[at + 64]!r}")
+            self.value(branch, var, out, pad + "    ")
+            return
+        # A model in a union of records carries its Avro record name as `type`.
+        tag = self.name("t")
+        out.append(f"{pad}    {tag} = {var}.type")
+        for n, (at, full) in enumerate(records):
+            short = full.rpartition(".")[2]
+            out.append(f"{pad}    {'if' if n == 0 else 'elif'} {tag} == {short!r}:")
+            out.append(f"{pad}        out += {_SMALL[at + 64]!r}")
+            self.value(full, var, out, pad + "        ")
+        out.append(f"{pad}    else: raise ValueError(f'{{{tag}}} is not a branch of the union')")

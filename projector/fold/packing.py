@@ -23,7 +23,7 @@ from operator import attrgetter
 from typing import NamedTuple
 
 from events.base import built
-from events.pool import COLUMN_KEY, pool, pooled_fields_set, shared, shared_column
+from events.pool import COLUMN_KEY, default_pool, pooled_fields_set, shared, shared_column
 from events.values import (
     Column,
     DatanodeTableValue,
@@ -176,7 +176,7 @@ def _packed_info(value: TableInfoValue, previous: Packed | None) -> TableInfoVal
 
 def _columns(columns: tuple[Column, ...]) -> tuple[Column, ...]:
     """`tuple(map(shared_column, columns))`, looked up in C when every column was seen before."""
-    found = tuple(map(pool.get, map(COLUMN_KEY, columns)))
+    found = tuple(map(default_pool().values.get, map(COLUMN_KEY, columns)))
     return found if all(found) else tuple(map(shared_column, columns))  # type: ignore[return-value]
 
 

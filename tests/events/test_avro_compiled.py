@@ -9,20 +9,23 @@ from io import BytesIO
 from typing import Any, NamedTuple
 
 import pytest
+from event_samples import sample_event
 from event_strategies import for_model
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from events.chain import seal_record, seal_record_reference
 from events.codec import to_avro_dict
 from events.commands import Command
 from events.compiled.read import compile_reader
 from events.compiled.shape import compile_converters
-from events.compiled.write import compile_writer
+from events.compiled.write import compile_model_writer, compile_writer, write_long
 from events.event import Event
-from events.intents import Intent
+from events.intents import Intent, TableAltered
 from events.replies import Reply
 from events.schema_store import default_store
+from events.values import Column
 
 
 def fastavro_bytes(parsed: Any, datum: Any) -> bytes:
@@ -89,6 +92,27 @@ def test_events_are_written_and_read_as_fastavro_does_under_every_version(
             continue
         assert write(avro) == expected
         assert_read_as_fastavro(version.parsed, expected)
+
+
+@pytest.mark.parametrize("intent", _members(Intent), ids=lambda m: m.__name__)
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_the_model_writer_writes_what_fastavro_writes_and_seals_as_the_reference(
+    intent: type, data: st.DataObject
+) -> None:
+    event = data.draw(for_model(Event, intent=for_model(intent)))
+    parsed = default_store().current("event").parsed
+    out = bytearray()
+    at = compile_model_writer(parsed, "hash")(out, event)
+    assert bytes(out) == fastavro_bytes(parsed, to_avro_dict(event))
+    assert at is not None and out[at:].startswith(_length(len(event.hash)) + event.hash)
+    assert seal_record(event) == seal_record_reference(event)
+
+
+def _length(n: int) -> bytes:
+    out = bytearray()
+    write_long(out, n)
+    return bytes(out)
 
 
 @pytest.mark.parametrize("model", _members(Command) + _members(Reply), ids=lambda m: m.__name__)
@@ -172,3 +196,23 @@ def test_a_schema_with_an_uncovered_type_is_refused_when_compiled() -> None:
         compile_writer(schema)
     with pytest.raises(ValueError, match="double"):
         compile_reader(schema)
+
+
+def test_the_model_writer_writes_a_column_met_before_from_its_memo_and_only_an_equal_one() -> None:
+    parsed = default_store().current("event").parsed
+    write = compile_model_writer(parsed, "hash", frozenset({"Column"}))
+    plain = compile_model_writer(parsed, "hash")
+    base = Column(name="id", data_type="bigint", nullable=False, default_value=None)
+    variants = [
+        base,
+        base.model_copy(update={"nullable": True}),
+        base.model_copy(update={"default_value": ""}),
+        base.model_copy(update={"default_value": "0"}),
+        base.model_copy(update={"name": "id2"}),
+        base,
+    ]
+    for column in variants * 2:  # the second time round, every column is in the memo
+        event = sample_event(TableAltered(table_id=1, add_columns=(column,)), resource_version=1)
+        memoized, fresh = bytearray(), bytearray()
+        assert write(memoized, event) == plain(fresh, event)
+        assert memoized == fresh == fastavro_bytes(parsed, to_avro_dict(event))

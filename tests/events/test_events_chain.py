@@ -5,12 +5,12 @@ import hashlib
 import event_samples as samples
 import pytest
 
-from events import chain
 from events.chain import (
     canonical_body,
     event_hash,
     seal,
     seal_record,
+    seal_record_reference,
     verify_chain,
     verify_encoded_chain,
 )
@@ -38,13 +38,10 @@ def test_hash_is_sha256_of_prev_and_canonical_body() -> None:
     assert event_hash(GENESIS_HASH, event) == event.hash
 
 
-@pytest.mark.parametrize(
-    "prev_hash", [GENESIS_HASH, chain._PLACEHOLDER], ids=["one-write", "fallback"]
-)
+@pytest.mark.parametrize("prev_hash", [GENESIS_HASH, b"\x40" * 32], ids=["genesis", "0x40"])
 def test_sealing_gives_the_same_hash_and_bytes_as_encoding_afresh(prev_hash: bytes) -> None:
-    # A prev_hash equal to the placeholder makes it ambiguous: seal falls back to two writes.
-    intents = samples.INTENTS[:4]
-    for position, intent in enumerate(intents, start=1):
+    # Every intent type; a prev_hash of 0x40 bytes looks like the hash's length byte.
+    for position, intent in enumerate(samples.INTENTS, start=1):
         unsealed = samples.sample_event(intent, resource_version=position, prev_hash=prev_hash)
         event, record = seal_record(unsealed)
         assert seal(unsealed) == event
@@ -52,6 +49,15 @@ def test_sealing_gives_the_same_hash_and_bytes_as_encoding_afresh(prev_hash: byt
         # The record seal_record wrote is the one the plain encoder writes.
         assert record == encode_event(event)
         assert decode_event(record) == event
+        # ... and the one the reference path (Avro-shaped dicts) writes, byte for byte.
+        assert seal_record_reference(unsealed) == (event, record)
+
+
+def test_sealing_an_event_that_carries_a_hash_replaces_it() -> None:
+    unsealed = samples.sample_event(samples.INTENTS[0], resource_version=1, prev_hash=GENESIS_HASH)
+    sealed = seal_record(unsealed)
+    assert seal_record(sealed.event.model_copy(update={"hash": b"\x01" * 32})) == sealed
+    assert seal_record_reference(sealed.event) == sealed
 
 
 def test_a_sealed_chain_verifies() -> None:
