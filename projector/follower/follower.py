@@ -224,9 +224,13 @@ class Follower:
     def wait_caught_up(self, timeout: float = 30.0) -> bool:
         """Wait until the published images hold everything committed before this call.
 
-        The target is each partition's high watermark now; the follower is
-        there once it has read to the partition's end (an EOF at or past the
-        target) and published. False on timeout or failure, and when it did
+        The target is each partition's end now, undecided transactions included
+        (`Tail.decided_ends`): a write acknowledged before this call lies below it even
+        while its transaction's markers are still being written, when the last stable
+        offset does not reach it yet. The follower is there once it has read to the
+        partition's end (an EOF at or past the target) and published; a transaction left
+        open below the target (a producer that died in it) holds the wait until the
+        broker aborts it, or until `timeout`. False on timeout or failure, and when it did
         not connect within `timeout` (it has no partitions to be caught up on).
         """
         deadline = time.monotonic() + timeout
@@ -238,7 +242,7 @@ class Follower:
         tail = self._tail
         if tail is None or not self._connected or self._failure is not None:
             return False
-        targets = tail.high_watermarks()
+        targets = tail.decided_ends()
         with self._changed:
             return (
                 self._changed.wait_for(

@@ -120,6 +120,16 @@ class Tail:
             self._bootstrap, self.topics.events, tuple(self.next), self._security
         )
 
+    def decided_ends(self) -> dict[int, int]:
+        """Each followed partition's end with undecided transactions' records included,
+        asked of the broker now: every write acknowledged before this call lies below it
+        (a read_committed consumer's own end, the last stable offset, may not yet reach a
+        just-committed transaction whose markers are being written)."""
+        return high_watermarks(
+            self._bootstrap, self.topics.events, tuple(self.next), self._security,
+            committed=False,
+        )
+
     def close(self) -> None:
         """Close the consumer and the DLQ producer."""
         self._consumer.close()

@@ -130,10 +130,12 @@ def next_batch(consumer: Consumer, size: int, wait: float) -> list[Message]:
 
 
 def high_watermarks(
-    bootstrap: str, topic: str, partitions: tuple[int, ...], security: KafkaSecurity = PLAINTEXT
+    bootstrap: str, topic: str, partitions: tuple[int, ...], security: KafkaSecurity = PLAINTEXT,
+    committed: bool = True,
 ) -> dict[int, int]:
-    """The high watermark of each partition, from a short-lived consumer."""
-    consumer = new_consumer(bootstrap, security)
+    """The high watermark of each partition, from a short-lived consumer: the last stable
+    offset, or with `committed=False` the end with undecided transactions included."""
+    consumer = new_consumer(bootstrap, security, committed=committed)
     try:
         return {p: watermarks(consumer, KafkaPartition(topic, p))[1] for p in partitions}
     finally:
