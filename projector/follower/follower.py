@@ -27,7 +27,7 @@ from events.errors import MetalogError
 from events.topics import Topics
 from projector.errors import ApplyError, FollowerError, FollowerStopped, WaitTimeout
 from projector.fold.image import Image
-from projector.follower.feed import CatalogFeed, FeedStats
+from projector.follower.feed import CatalogFeed, FeedStats, Start
 from projector.follower.metrics import FollowerMetrics, Published
 from projector.follower.schedule import SnapshotSchedule
 from projector.follower.tail import Tail
@@ -40,7 +40,7 @@ from projector.follower.watch import (
     deliver_changes,
 )
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
-from projector.snapshot.store import Position, load_newest, write_snapshot
+from projector.snapshot.store import Position, write_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -373,18 +373,12 @@ class Follower:
             for name in self.catalogs:
                 if name in self._feeds:
                     continue
-                began = time.perf_counter()
-                found = None if self.snapshot_dir is None else load_newest(self.snapshot_dir, name)
-                if found is not None:
-                    self.metrics.snapshot_load_seconds.observe(time.perf_counter() - began)
-                image, start = Image.empty(name), -1
-                if found is not None and found[1].topic == self.topics.events:
-                    image, start = found[0], found[1].next_offset
-                    log.info("catalog %s: from snapshot at %d", name, image.resource_version)
-                history = History(image.resource_version, self.history_limit)
-                self._feeds[name] = CatalogFeed(image, -1, history)
-                self._starts[name] = start
-                self._published[name] = (image, max(start, 0))
+                start = Start.of(name, self.topics.events, self.snapshot_dir, self.history_limit)
+                if start.load_seconds is not None:
+                    self.metrics.snapshot_load_seconds.observe(start.load_seconds)
+                self._feeds[name] = start.feed
+                self._starts[name] = start.offset
+                self._published[name] = (start.feed.image, max(start.offset, 0))
 
     def _run(self) -> None:
         tail: Tail | None = None

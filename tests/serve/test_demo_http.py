@@ -3,28 +3,18 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
+from tests.fixtures.demo import run_step
 from tests.fixtures.kafka import TopicSet
-from tests.stack.test_cli_errors import ROOT
 
 pytestmark = pytest.mark.integration
 
 
 def test_the_demo_http_step_shows_one_write_and_the_watch_that_saw_it(wire: TopicSet) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("METALOG_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "metalog.demo.http"], cwd=ROOT, capture_output=True, text=True,
-        env={**env, "PYTHONPATH": str(ROOT), "METALOG_BOOTSTRAP": wire.bootstrap,
-             "METALOG_TOPIC_PREFIX": wire.prefix, "COLUMNS": "250"},  # a wide terminal
-        timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = run_step("metalog.demo.http", wire)
     out = done.stdout
     assert "$ curl -N 'http://127.0.0.1:" in out and "/tables?watch=true&resourceVersion=" in out
     assert "$ curl -X POST http://127.0.0.1:" in out and "/commands/CreateTable" in out

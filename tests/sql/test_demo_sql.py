@@ -4,27 +4,16 @@ prints nothing but metalog's own words."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
+from tests.fixtures.demo import run_step
 from tests.fixtures.kafka import TopicSet
-from tests.stack.test_cli_errors import ROOT
 
 pytestmark = pytest.mark.integration
 
 
 def test_the_demo_sql_step(wire: TopicSet) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("METALOG_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "metalog.demo.sql"], cwd=ROOT, capture_output=True, text=True,
-        env={**env, "PYTHONPATH": str(ROOT), "METALOG_BOOTSTRAP": wire.bootstrap,
-             "METALOG_TOPIC_PREFIX": wire.prefix, "COLUMNS": "250"},  # a wide terminal
-        timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = run_step("metalog.demo.sql", wire)
     out = done.stdout
     assert "$ metalog sql" in out and "ALTER TABLE invoices PARTITION p2026 ATTRIBUTES" in out
     assert out.count("OK ") == 3  # the three writes, each with its resource_version
