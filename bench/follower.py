@@ -58,6 +58,7 @@ from metalog.stack import broker as stack
 from metalog.stack.config import StackConfig
 from projector.fold.image import Image
 from projector.follower.follower import Follower
+from projector.follower.metrics import FollowerMetrics
 from projector.kafka.clients import new_consumer, next_batch
 from projector.kafka.topics import create_metalog_topics
 
@@ -119,8 +120,13 @@ def raw_arrivals(bootstrap: str, prefix: str, count: int) -> dict[str, Any]:
     return {"arrived": arrived, "cpu_us": cpu / max(1, len(arrived)) * 1e6}
 
 
-def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> dict[str, float]:
+def propagation(
+    bootstrap: str, rate: int, seconds: float, freeze_gc: bool,
+    metrics: FollowerMetrics | None = None,
+) -> dict[str, float]:  # fmt: skip
     """p50/p99 ms from the leader's commit ack to the follower's image, and to a bare consumer.
+
+    `metrics`: the follower's collectors (None: a private set, as `Follower` makes).
 
     Also the follower process's CPU per event (its follower, observer and librdkafka
     threads), which the machine's other load moves far less than the latencies,
@@ -131,7 +137,8 @@ def propagation(bootstrap: str, rate: int, seconds: float, freeze_gc: bool) -> d
     create_metalog_topics(bootstrap, topics.prefix, 1)
     count = int(rate * seconds)
     seen: dict[int, float] = {}
-    with Follower(bootstrap, CATALOG, topics=topics, freeze_gc=freeze_gc) as follower:
+    with Follower(bootstrap, CATALOG, topics=topics, freeze_gc=freeze_gc,
+                  metrics=metrics) as follower:  # fmt: skip
         follower.wait_caught_up(30)
         done = threading.Event()
 

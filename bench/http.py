@@ -10,6 +10,10 @@ costs, against the targets of issue 45:
   `http.client` connection per client thread) to a `metalog serve` process,
   whose own shared client sends them: throughput ≥ 0.8x the Python client's,
   p50 overhead ≤ 1 ms at 1 client;
+- floor (`bench.http_floor`): the same POSTs at the same counts against the HTTP
+  stack alone (the server's uvicorn settings and request model, a fixed answer,
+  no Kafka), then against a bare ASGI function on the same uvicorn: what the
+  stack costs on this machine before any command is sent;
 - watch fan-out (`bench.http_watch`): `--watchers` HTTP watchers of one
   catalog while changes are committed at `--rate`/s: propagation p99 ≤ 2x a
   lone follower's in the same run, and the server's memory per watcher.
@@ -27,8 +31,10 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -96,7 +102,7 @@ def leading(bootstrap: str, prefix: str, log_file: Path) -> Iterator[None]:
             leader.wait(60)
 
 
-def _tables(client: MetadataClient, count: int) -> list[int]:
+def make_tables(client: MetadataClient, count: int) -> list[int]:
     """Tables t0… (one per client thread); each one's version. Waits for the leader."""
     deadline = time.monotonic() + 90
     first = str(uuid.uuid4())
@@ -159,7 +165,7 @@ def commands(bootstrap: str, args: argparse.Namespace, log_file: Path) -> list[R
           MetadataClient(bootstrap, catalog=CATALOG, actor="bench", topics=Topics(prefix),
                          timeout=30.0) as client,
           serving(bootstrap, prefix) as (url, _)):  # fmt: skip
-        versions = _tables(client, max(args.clients))
+        versions = make_tables(client, max(args.clients))
         log(f"commands: {max(args.clients)} tables; warming up {args.warmup:.0f} s each")
         for clients in args.clients:
             for system, ops in (("python", python_ops(client, versions, clients)),
@@ -167,6 +173,48 @@ def commands(bootstrap: str, args: argparse.Namespace, log_file: Path) -> list[R
                 result = closed_loop(system, ops, args.warmup, args.seconds)
                 log(f"{system} x{clients}: {result.rate:.0f}/s, p50 {result.p50_ms:.2f} ms, "
                     f"{result.errors} errors")  # fmt: skip
+                results.append(result)
+    return results
+
+
+@contextmanager
+def floor_serving(kind: str) -> Iterator[str]:
+    """`bench.http_floor`'s `kind` app in a child process: yields its base URL."""
+    port = free_port_pair(HTTP_PORTS)
+    child = subprocess.Popen([sys.executable, "-m", "bench.http_floor", kind, str(port)],
+                             cwd=REPO, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert child.stdout is not None
+        if child.stdout.readline().strip() != "ready":
+            raise SystemExit(f"bench.http_floor {kind} did not start")
+        deadline = time.monotonic() + 30
+        while not _listening(port):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"bench.http_floor {kind} does not listen on {port}")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        child.terminate()
+        child.wait(60)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def floors(args: argparse.Namespace) -> list[Result]:
+    """The same POSTs against the HTTP stack alone (`bench.http_floor`), at each count."""
+    results: list[Result] = []
+    kinds = ["fastapi", "asgi"]
+    if importlib.util.find_spec("granian") is not None:  # the alternative, where installed
+        kinds += ["granian-fastapi", "granian-asgi"]
+    for kind in kinds:
+        with floor_serving(kind) as url:
+            for clients in args.clients:
+                ops = http_ops(url, [1] * clients, clients)
+                result = closed_loop(f"floor-{kind}", ops, args.warmup, args.seconds)
+                log(f"floor ({kind}) x{clients}: {result.rate:.0f}/s, p50 {result.p50_ms:.2f} ms")
                 results.append(result)
     return results
 
@@ -179,12 +227,22 @@ def report(results: list[Result], fans: list[FanOut]) -> None:
               "| errors |")  # fmt: skip
         print("|---|---|---|---|---|---|---|---|---|")
         by = {(r.system, r.clients): r for r in results}
-        for clients in sorted({r.clients for r in results}):
+        for clients in sorted({r.clients for r in results if r.system == "http"}):
             py, web = by[("python", clients)], by[("http", clients)]
             print(f"| {clients} | {py.rate:,.0f} | {web.rate:,.0f} | "
                   f"{web.rate / py.rate if py.rate else float('nan'):.2f} | {py.p50_ms:.2f} | "
                   f"{web.p50_ms:.2f} | {web.p50_ms - py.p50_ms:+.2f} | "
                   f"{py.p99_ms:.1f} / {web.p99_ms:.1f} | {py.errors + web.errors} |")
+    floor = [r for r in results if r.system.startswith("floor-")]
+    if floor:
+        print()
+        print("| the HTTP stack alone (no Kafka) | clients | POSTs/s | p50 ms | p99 ms |")
+        print("|---|---|---|---|---|")
+        for r in floor:
+            server = "Granian" if "granian" in r.system else "uvicorn (h11)"
+            app = "FastAPI route" if r.system.endswith("fastapi") else "a bare ASGI function"
+            stack = f"{server} + {app}"
+            print(f"| {stack} | {r.clients} | {r.rate:,.0f} | {r.p50_ms:.2f} | {r.p99_ms:.1f} |")
     if fans:
         print()
         print("| watchers | changes/s (achieved) | HTTP watch p50 / p99 ms | lone follower "
@@ -201,6 +259,8 @@ def run(bootstrap: str, args: argparse.Namespace, scratch: Path) -> None:
     """The chosen phases, then the tables."""
     results = commands(bootstrap, args, scratch / "leader.log") if "commands" in args.phases \
         else []  # fmt: skip
+    if "floor" in args.phases:
+        results += floors(args)
     fans = []
     if "watch" in args.phases:
         for watchers in args.watchers:
@@ -215,8 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.http", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--phases", nargs="+", default=["commands", "watch"],
-                        choices=["commands", "watch"])  # fmt: skip
+    parser.add_argument("--phases", nargs="+", default=["commands", "floor", "watch"],
+                        choices=["commands", "floor", "watch"])  # fmt: skip
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 64],
                         help="closed-loop client counts (default 1 64)")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured window per count")

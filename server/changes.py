@@ -2,18 +2,21 @@
 
 One `Changes` per catalog reads the follower's `History` in the server's event
 loop and types each change the way Kubernetes does: `ADDED` (the key was
-absent), `MODIFIED` or `DELETED`. Watchers read from it by index, each with a
-cursor only: no thread and no buffer per watcher. The follower's own `watch`
-(one thread per catalog) only wakes the loop when a batch is published.
+absent), `MODIFIED` or `DELETED`, and encodes its line once for every watcher.
+Watchers read from it by index, each with a cursor only: no thread and no buffer
+per watcher. The follower's own `watch` (one thread per catalog) only wakes the
+loop when a batch is published.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 from events.changes import MutationOp
 from projector.errors import ResourceVersionTooOld
@@ -23,10 +26,24 @@ from projector.follower.watch import History, Watch, WatchEvent
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One watch event: its type and the change."""
+    """One watch event: its type, the change, and its NDJSON line (`line`), encoded once
+    for every watcher of the catalog."""
 
     type: str
     event: WatchEvent
+    line: bytes
+
+
+def line(kind: str, event: WatchEvent) -> bytes:
+    """One watch event as an NDJSON line (the format: `server.watch`)."""
+    value = None if event.value is None else event.value.model_dump(mode="json")
+    return dumps({"type": kind, "object": {"key": event.key, "value": value},
+                  "resourceVersion": event.resource_version})  # fmt: skip
+
+
+def dumps(item: dict[str, Any]) -> bytes:
+    """`item` as one compact JSON line."""
+    return json.dumps(item, separators=(",", ":")).encode() + b"\n"
 
 
 class Changes:
@@ -89,7 +106,7 @@ class Changes:
             else:
                 kind = "MODIFIED" if item.key in self._present else "ADDED"
                 self._present.add(item.key)
-            self._items.append(Change(kind, item))
+            self._items.append(Change(kind, item, line(kind, item)))
         while len(self._items) > self._limit:
             dropped = self._items.popleft()
             self._base += 1

@@ -15,12 +15,10 @@ body's `expected_resource_version`; the body's `expected_version` is a table's.
 # No `from __future__ import annotations`: the route handlers below are made per
 # kind, and FastAPI reads their annotations (the body model) as objects.
 
-import re
 from typing import Annotated, Any, get_args
 
 from fastapi import APIRouter, Header, Request
 from pydantic import BaseModel, ConfigDict, create_model
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
 from events import commands as c
@@ -32,8 +30,6 @@ from server.problems import COMMON, documented
 
 STAMPED = frozenset({"type", "command_id", "catalog", "actor", "reply_to"})
 """Command fields the server fills in; a body may not carry them."""
-
-_SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
 KINDS: tuple[type[c.CommandBase], ...] = get_args(get_args(c.Command)[0])
 """Every command kind, in `events.commands.Command`'s order."""
@@ -105,11 +101,10 @@ def _add(routes: APIRouter, catalogs: Catalogs, kind: type[c.CommandBase]) -> No
         expected = expected_resource_version(if_match, fields.pop("expected_resource_version",
                                                                   None))  # fmt: skip
         client = catalogs.client(catalog, request.scope.get(PRINCIPAL))
-        method = getattr(client, _SNAKE.sub("_", kind.__name__).lower())
-        committed: Committed = await run_in_threadpool(
-            lambda: method(**fields, catalog=catalog, expected_resource_version=expected,
-                           command_id=idempotency_key or None)
-        )  # fmt: skip
+        command = client.command(kind, **fields, catalog=catalog,
+                                 expected_resource_version=expected,
+                                 command_id=idempotency_key or None)  # fmt: skip
+        committed: Committed = await client.send_async(command)
         return JSONResponse(committed.model_dump(mode="json"),
                             headers={"ETag": f'"{committed.resource_version}"'})  # fmt: skip
 

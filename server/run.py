@@ -54,7 +54,9 @@ def server_for(app: FastAPI, *, log_level: str = "warning", tls_cert: str | None
             the server speaks HTTPS only; None: plain HTTP.
         tls_key: A PEM file with the certificate's key, when `tls_cert` lacks it.
     """
-    config = uvicorn.Config(app, log_level=log_level, lifespan="on", access_log=False,
+    # h11, even where httptools is installed: uvicorn's httptools protocol drops the body
+    # of a request that offers `Upgrade: h2c`, as Java's HttpClient does by default.
+    config = uvicorn.Config(app, http="h11", log_level=log_level, lifespan="on", access_log=False,
                             timeout_graceful_shutdown=5, ssl_certfile=tls_cert,
                             ssl_keyfile=tls_key)  # fmt: skip
     return uvicorn.Server(config)

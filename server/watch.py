@@ -15,7 +15,6 @@ takes no data for `send_timeout` seconds, is disconnected.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Annotated, Any
 
@@ -28,7 +27,7 @@ from starlette.types import Message, Receive, Scope, Send
 from events.errors import MetalogError
 from projector.errors import ResourceVersionTooOld
 from server.catalogs import Catalogs, ServerSettings
-from server.changes import Change, Changes
+from server.changes import Changes, dumps
 from server.errors import SlowReader
 from server.problems import COMMON, documented, problem, problem_body
 from server.reads import RESOURCE_VERSION, parse_resource_version
@@ -90,27 +89,15 @@ class Hub:
         self._changes.clear()
 
 
-def line(change: Change) -> bytes:
-    """One watch event as an NDJSON line."""
-    event = change.event
-    value = None if event.value is None else event.value.model_dump(mode="json")
-    return _dumps({"type": change.type, "object": {"key": event.key, "value": value},
-                   "resourceVersion": event.resource_version})  # fmt: skip
-
-
 def bookmark(resource_version: int) -> bytes:
     """A BOOKMARK line: every change up to `resource_version` was sent."""
-    return _dumps({"type": "BOOKMARK", "object": {"key": None, "value": None},
+    return dumps({"type": "BOOKMARK", "object": {"key": None, "value": None},
                    "resourceVersion": resource_version})  # fmt: skip
 
 
 def error_line(error: MetalogError) -> bytes:
     """The last line of a stream the server ends: an ERROR with the problem body."""
-    return _dumps({"type": "ERROR", "object": problem_body(error)})
-
-
-def _dumps(item: dict[str, Any]) -> bytes:
-    return json.dumps(item, separators=(",", ":")).encode() + b"\n"
+    return dumps({"type": "ERROR", "object": problem_body(error)})
 
 
 class WatchStream(Response):
@@ -168,8 +155,8 @@ class WatchStream(Response):
                 return exc
             if batch:
                 self.index += len(batch)
-                lines = [line(c) for c in batch
-                         if self.key_prefix is None or c.event.key.startswith(self.key_prefix)]
+                prefix = self.key_prefix
+                lines = [c.line for c in batch if prefix is None or c.event.key.startswith(prefix)]
                 if lines:
                     await self._send(send, b"".join(lines))
                 continue

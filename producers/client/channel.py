@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import threading
 import time
@@ -34,6 +35,47 @@ from projector.telemetry.tracing import current_trace
 _REPLIES_PER_READ = 500
 """At most this many replies are taken from the topic per read."""
 
+Outcome = Committed | Rejected | AccessDenied
+"""What the reply reader hands a waiting call."""
+
+
+class Settable(Protocol):
+    """A call waiting for its outcome: `Waiter` (a thread) or `LoopWaiter` (a coroutine)."""
+
+    def set(self, outcome: Outcome) -> None:
+        """Hand over the outcome (from the reader thread)."""
+
+
+class LoopWaiter:
+    """A coroutine's wait: the outcome resolves `future` on its event loop.
+
+    Set from the reader thread; a repeated outcome is ignored.
+    """
+
+    __slots__ = ("_loop", "_set", "future")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._set = False
+        self.future: asyncio.Future[Outcome] = loop.create_future()
+
+    def set(self, outcome: Outcome) -> None:
+        """Hand over the outcome (thread-safe: it is scheduled on the loop)."""
+        if not self._set:
+            self._set = True
+            self._loop.call_soon_threadsafe(_resolve, self.future, outcome)
+
+
+def _resolve(future: asyncio.Future[Outcome], outcome: Outcome) -> None:
+    if not future.done():  # the call may have timed out and gone
+        future.set_result(outcome)
+
+
+def _outcome(outcome: Outcome | None) -> Committed | Rejected | None:
+    if isinstance(outcome, AccessDenied):
+        raise outcome
+    return outcome
+
 
 class Channel(Protocol):
     """What a `MetadataClient` sends its commands through."""
@@ -47,6 +89,11 @@ class Channel(Protocol):
 
     def request(self, command: c.Command, timeout: float) -> Committed | Rejected | None:
         """Send `command` and wait for its reply; None when its outcome is unknown."""
+
+    async def request_async(
+        self, command: c.Command, timeout: float
+    ) -> Committed | Rejected | None:
+        """`request` for a coroutine."""
 
     def close(self) -> None:
         """Release what the channel holds."""
@@ -75,7 +122,7 @@ class CommandChannel:
         self.client_id = client_id
         self.timeout = timeout
         self._lock = threading.Lock()
-        self._waiting: dict[str, list[Waiter[Committed | Rejected | AccessDenied]]] = {}
+        self._waiting: dict[str, list[Settable]] = {}
         self._producer: Producer | None = None
         self._lone: Producer | None = None
         self._layout: Layout | None = None
@@ -107,42 +154,70 @@ class CommandChannel:
         """
         deadline = time.monotonic() + timeout
         layout = self._connected(timeout)
+        waiter: Waiter[Outcome] = Waiter()
+        self._post(command, layout, waiter)
+        try:
+            return _outcome(waiter.wait(deadline - time.monotonic()))
+        finally:
+            self._forget(command.command_id, waiter)
+
+    async def request_async(
+        self, command: c.Command, timeout: float
+    ) -> Committed | Rejected | None:
+        """`request` for a coroutine: no thread waits for the reply (the reader wakes the loop).
+
+        The first call connects in a worker thread; the others only produce the
+        record (librdkafka queues it) on the loop. Raises what `request` raises.
+        """
+        deadline = time.monotonic() + timeout
+        loop = asyncio.get_running_loop()
+        layout = self._layout
+        if self._producer is None or layout is None:
+            layout = await loop.run_in_executor(None, self._connected, timeout)
+        waiter = LoopWaiter(loop)
+        self._post(command, layout, waiter)
+        try:
+            done, _ = await asyncio.wait({waiter.future},
+                                         timeout=max(deadline - time.monotonic(), 0.0))  # fmt: skip
+            return _outcome(waiter.future.result() if done else None)
+        finally:
+            self._forget(command.command_id, waiter)
+
+    def _post(self, command: c.Command, layout: Layout, waiter: Settable) -> None:
+        """Register `waiter` for `command`'s reply, then produce the command (not waiting)."""
         assert self._producer is not None and self._lone is not None
         value = encode_command(command)
-        waiter: Waiter[Committed | Rejected | AccessDenied] = Waiter()
         with self._lock:
             alone = not self._waiting
             self._waiting.setdefault(command.command_id, []).append(waiter)
         # A call with no other in flight has no company to wait for (see `_connect`).
         producer = self._lone if alone else self._producer
         try:
-            try:
-                producer.produce(
-                    self.topics.commands,
-                    value=value,
-                    key=command.catalog.encode(),
-                    partition=layout.catalog_partition(command.catalog),
-                    headers=[
-                        (COMMAND_ID_HEADER, command.command_id.encode()),
-                        (REPLY_TO_HEADER, self.client_id.encode()),
-                        *current_trace(),
-                    ],
-                    on_delivery=functools.partial(self._undelivered, command.command_id),
-                )  # delivery reports are served by the reader thread, not per call
-            except KafkaException as exc:
-                what = f"{command.type} `{command.command_id}` ({len(value):,} bytes)"
-                raise write_error(exc, self.bootstrap, what, security=self.security,
-                                  operation=f"WRITE {self.topics.commands}") from exc
-            outcome = waiter.wait(deadline - time.monotonic())
-            if isinstance(outcome, AccessDenied):
-                raise outcome
-            return outcome
-        finally:
-            with self._lock:
-                waiters = self._waiting.get(command.command_id, [])
+            producer.produce(
+                self.topics.commands,
+                value=value,
+                key=command.catalog.encode(),
+                partition=layout.catalog_partition(command.catalog),
+                headers=[
+                    (COMMAND_ID_HEADER, command.command_id.encode()),
+                    (REPLY_TO_HEADER, self.client_id.encode()),
+                    *current_trace(),
+                ],
+                on_delivery=functools.partial(self._undelivered, command.command_id),
+            )  # delivery reports are served by the reader thread, not per call
+        except KafkaException as exc:
+            self._forget(command.command_id, waiter)
+            what = f"{command.type} `{command.command_id}` ({len(value):,} bytes)"
+            raise write_error(exc, self.bootstrap, what, security=self.security,
+                              operation=f"WRITE {self.topics.commands}") from exc
+
+    def _forget(self, command_id: str, waiter: Settable) -> None:
+        with self._lock:
+            waiters = self._waiting.get(command_id, [])
+            if waiter in waiters:
                 waiters.remove(waiter)
-                if not waiters:
-                    self._waiting.pop(command.command_id, None)
+            if not waiters:
+                self._waiting.pop(command_id, None)
 
     def close(self) -> None:
         """Stop the reply reader and flush the producer."""

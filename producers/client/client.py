@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from confluent_kafka import KafkaException
-from opentelemetry.trace import SpanKind, Tracer
+from opentelemetry.trace import Span, SpanKind, Tracer
 
 from events import commands as c
 from events.replies import Committed, Rejected
@@ -312,19 +313,51 @@ class MetadataClient:
         validate.check(command)
         return self._request(command, timeout)
 
+    async def send_async(
+        self, command: c.Command, timeout: float | None = None, traceparent: str | None = None
+    ) -> Committed:
+        """`send` for asyncio: awaits the outcome without holding a thread.
+
+        Takes a command made by `command` (checked there, not again). Raises what
+        the other calls raise.
+        """
+        with self._span(command, traceparent):
+            reply = await self._channel.request_async(command, timeout or self.timeout)
+        return _committed(command, reply)
+
+    def command(self, kind: type[c.CommandBase], **fields: Any) -> c.Command:
+        """A `kind` command of `fields`, stamped as this client's calls are, and checked.
+
+        `fields` are the command's own (`command_id`, `catalog`,
+        `expected_version` and `expected_resource_version` among them: a new id
+        and this client's catalog when absent); the actor and reply address are the
+        client's.
+
+        Raises:
+            InvalidName, OutOfRange, InvalidCommand: A rule of names, counts or ranges
+                is broken (`producers.decide.rules.validate`).
+        """
+        built = validate.build(
+            kind,
+            **{**fields, "command_id": fields.get("command_id") or random_uuid(),
+               "catalog": fields.get("catalog") or self.catalog},
+            actor=self.actor,
+            reply_to=self._channel.reply_to,
+        )  # fmt: skip
+        return cast(c.Command, built)  # every kind is a member of the union
+
     def _request(
         self, command: c.Command, timeout: float | None, traceparent: str | None = None
     ) -> Committed:
-        with self.tracer.start_as_current_span(
+        with self._span(command, traceparent):
+            reply = self._channel.request(command, timeout or self.timeout)
+        return _committed(command, reply)
+
+    def _span(self, command: c.Command, traceparent: str | None) -> AbstractContextManager[Span]:
+        return self.tracer.start_as_current_span(
             "metalog.client.send", context=parent(traceparent), kind=SpanKind.PRODUCER,
             attributes={"metalog.command": command.type, "metalog.command_id": command.command_id},
-        ):  # fmt: skip
-            reply = self._channel.request(command, timeout or self.timeout)
-        if reply is None:
-            raise CommandOutcomeUnknown(command.command_id)
-        if isinstance(reply, Rejected):
-            raise rejection_from_reply(reply)
-        return reply
+        )  # fmt: skip
 
     def _table(
         self, kind: type[c.TableCommand], schema_name: str, table_name: str,
@@ -338,18 +371,15 @@ class MetadataClient:
             raise TypeError(
                 f"unknown option(s) {sorted(unknown)}: use one of {sorted(_CALL_OPTIONS)}"
             )
-        command = validate.build(
+        command = self.command(
             kind,
-            command_id=call.get("command_id") or random_uuid(),
-            catalog=call.get("catalog") or self.catalog,
-            actor=self.actor,
+            command_id=call.get("command_id"),
+            catalog=call.get("catalog"),
             expected_version=call.get("expected_version"),
             expected_resource_version=call.get("expected_resource_version"),
-            reply_to=self._channel.reply_to,
             **fields,
         )
-        return self._request(command, call.get("timeout"),  # type: ignore[arg-type]
-                             call.get("traceparent"))
+        return self._request(command, call.get("timeout"), call.get("traceparent"))
 
     def close(self) -> None:
         """Stop the reply reader and flush the producer."""
@@ -363,6 +393,14 @@ class MetadataClient:
         tb: TracebackType | None,
     ) -> None:  # fmt: skip
         self.close()
+
+
+def _committed(command: c.Command, reply: Committed | Rejected | None) -> Committed:
+    if reply is None:
+        raise CommandOutcomeUnknown(command.command_id)
+    if isinstance(reply, Rejected):
+        raise rejection_from_reply(reply)
+    return reply
 
 
 _CALL_OPTIONS = frozenset(

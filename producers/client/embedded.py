@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from events import commands as c
 from events.replies import Committed, Rejected
 from producers.kafka.routing import Layout
@@ -33,6 +35,12 @@ class LeaderChannel:
             NotLeader: this process does not lead the command's catalog.
         """
         return self.leader.request(command, timeout)
+
+    async def request_async(
+        self, command: c.Command, timeout: float
+    ) -> Committed | Rejected | None:
+        """`request` for a coroutine (in a worker thread: the leader's waiter is a lock)."""
+        return await asyncio.to_thread(self.leader.request, command, timeout)
 
     def close(self) -> None:
         """Nothing to release: the leader belongs to the service that started it."""

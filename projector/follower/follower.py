@@ -145,6 +145,7 @@ class Follower:
         if self._thread is not None:
             self._thread.join(timeout)
         self._schedule.join(timeout)
+        self.metrics.release(self)
 
     def __enter__(self) -> Self:
         return self.start()

@@ -11,19 +11,20 @@ it was told to follow), never by the data.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from confluent_kafka import KafkaException
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from events.topics import Topics
 from projector.follower.feed import FeedStats
-from projector.kafka.clients import high_watermarks
+from projector.kafka.clients import high_watermarks, new_consumer, watermarks
 from projector.kafka.security import KafkaSecurity
 
 APPLY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
@@ -87,16 +88,24 @@ class Followed(Protocol):
     def watching(self) -> int: ...
 
 
-def behind(follower: Followed) -> dict[str, Behind]:
+def behind(follower: Followed, probe: Consumer | None = None) -> dict[str, Behind]:
     """Each catalog's lag now, against the partitions' ends asked of the broker.
 
     NaN when the broker does not answer (or before the follower connected).
+
+    Args:
+        follower: The follower.
+        probe: A consumer of the follower's cluster to ask (None: a short-lived one).
     """
     published = follower.published()
     partitions = tuple(sorted({p.partition for p in published.values() if p.partition >= 0}))
+    topic = follower.topics.events
     try:
-        ends = high_watermarks(follower.bootstrap, follower.topics.events, partitions,
-                               follower.security) if partitions else {}  # fmt: skip
+        if probe is None:
+            ends = high_watermarks(follower.bootstrap, topic, partitions,
+                                   follower.security) if partitions else {}  # fmt: skip
+        else:
+            ends = {p: watermarks(probe, TopicPartition(topic, p), 5.0)[1] for p in partitions}
     except KafkaException:
         ends = {}
     now = datetime.now(UTC)
@@ -142,11 +151,36 @@ class FollowerMetrics(Collector):
             ["error"], registry=r,
         )  # fmt: skip
         self._followers: tuple[Followed, ...] = ()
+        self._probes: dict[int, Consumer] = {}
+        self._released: set[int] = set()
+        self._lock = threading.Lock()
         r.register(self)
 
     def bind(self, follower: Followed) -> None:
         """Read `follower` at each scrape, beside those bound before."""
         self._followers = (*self._followers, follower)
+
+    def release(self, follower: Followed) -> None:
+        """`follower` stopped: close the consumer its scrapes asked the log's end with.
+
+        (One consumer per follower, kept between scrapes: a new one per scrape cost
+        about 20 ms of CPU, a tenth of a follower's at 1,000 events/s scraped each second.)
+        """
+        with self._lock:
+            probe = self._probes.pop(id(follower), None)
+            self._released.add(id(follower))
+        if probe is not None:
+            probe.close()
+
+    def _probe(self, follower: Followed) -> Consumer | None:
+        with self._lock:
+            if id(follower) in self._released:
+                return None
+            probe = self._probes.get(id(follower))
+            if probe is None:
+                probe = self._probes[id(follower)] = new_consumer(follower.bootstrap,
+                                                                  follower.security)  # fmt: skip
+            return probe
 
     def collect(self) -> Iterator[Metric]:
         """The values read from the follower now (called by the registry at each scrape)."""
@@ -168,7 +202,7 @@ class FollowerMetrics(Collector):
                                    "Times the resource_version sequence broke (held, alerted).",
                                    labels=["catalog"])  # fmt: skip
         for follower in followers:
-            lags = behind(follower)
+            lags = behind(follower, self._probe(follower))
             for name, at in follower.published().items():
                 applied.add_metric([name], at.resource_version)
                 records.add_metric([name], lags[name].records)

@@ -1,16 +1,20 @@
-"""A call's outcome hand-over (`producers.leader.waiter.Waiter`), the partition memo; no Kafka."""
+"""A call's outcome hand-over (`Waiter`, `LoopWaiter`), the partition memo; no Kafka."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
 from events.replies import Committed, Rejected
 from events.topics import Topics, partition_for
+from producers.client.channel import LoopWaiter
 from producers.kafka.routing import Layout
 from producers.leader.waiter import Waiter
+from projector.errors import AccessDenied
 
 REPLY = Committed(command_id="c1", catalog="greptime", resource_version=4, schema_epoch=4)
+LATE = Rejected(command_id="c1", catalog="greptime", code="X", message="late")
 
 
 def test_a_reply_set_before_the_wait_is_returned_at_once() -> None:
@@ -43,3 +47,28 @@ def test_the_layout_remembers_each_catalogs_partition() -> None:
         assert layout.catalog_partition(catalog) == partition_for(catalog, 7)
         assert layout.catalog_partition(catalog) == partition_for(catalog, 7)
     assert layout == Layout(Topics(), commands=7, events=7, replies=3)
+
+
+def test_a_loop_waiter_set_from_another_thread_resolves_its_future_once() -> None:
+    async def wait_for_reply() -> Committed | Rejected | AccessDenied:
+        waiter = LoopWaiter(asyncio.get_running_loop())
+        setter = threading.Thread(target=lambda: (waiter.set(REPLY), waiter.set(LATE)))
+        setter.start()
+        outcome = await asyncio.wait_for(waiter.future, 5.0)
+        setter.join(5.0)
+        await asyncio.sleep(0)  # a second resolution, had one been scheduled, runs here
+        assert waiter.future.result() is REPLY
+        return outcome
+
+    assert asyncio.run(wait_for_reply()) is REPLY
+
+
+def test_a_loop_waiter_whose_call_gave_up_ignores_a_late_reply() -> None:
+    async def give_up_then_reply() -> bool:
+        waiter = LoopWaiter(asyncio.get_running_loop())
+        waiter.future.cancel()  # the call timed out and went
+        waiter.set(REPLY)
+        await asyncio.sleep(0)
+        return waiter.future.cancelled()
+
+    assert asyncio.run(give_up_then_reply())
