@@ -175,7 +175,8 @@ class WatchStream(Response):
 
     async def _send(self, send: Send, body: bytes) -> None:
         message: Message = {"type": "http.response.body", "body": body, "more_body": True}
-        await asyncio.wait_for(send(message), self.settings.send_timeout)
+        async with asyncio.timeout(self.settings.send_timeout):  # no task per send (`wait_for`)
+            await send(message)
 
 
 async def _listen(receive: Receive, gone: asyncio.Event) -> None:

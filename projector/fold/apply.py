@@ -239,9 +239,9 @@ def _change(image: Image, head: Draft, event: Event) -> Changes:
     for table, current in zip(event.tables, currents, strict=True):
         if table.version != current + 1:
             floor = floors.get(table.table_id)
-            # A table id that takes a name goes on from the name's last version (the
-            # leader's `Image.version_taking_name`); a log written before that rule gave
-            # it its own next version, which the first test accepts.
+            # A table id that takes a name goes on from the name's last version
+            # (`producers.decide.rules.common.version_taking_name`); a log written
+            # before that rule gave it its own next version, which the first test accepts.
             if floor is None or table.version != max(current, floor) + 1:
                 raise Divergence(
                     at,

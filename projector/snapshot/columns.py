@@ -1,4 +1,4 @@
-"""A snapshot's typed columnar layout (format 3): the schema, and an image as Arrow record batches.
+"""A snapshot's typed columnar layout (format 4): the schema, and an image as Arrow record batches.
 
 One row per key, one typed column per value field (`SCHEMA`); a row's `kind`
 says which columns it uses, the others are null. Every record batch (and

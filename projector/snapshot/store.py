@@ -2,7 +2,7 @@
 
 Layout: `{directory}/{catalog}/{resource_version:020d}.parquet` plus a
 `.sha256` file next to it (`sha256sum -c` format). The rows are the typed
-columnar layout of `projector.snapshot.columns` (format 3; read back by
+columnar layout of `projector.snapshot.columns` (format 4; read back by
 `projector.snapshot.load`): one row per key, one Arrow column per value
 field, column definitions stored once; `published` is left out when it is
 the same view as `head` (auto mode); pending changes are Avro-encoded
