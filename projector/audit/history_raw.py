@@ -1,6 +1,6 @@
 """One table's history from a catalog's records as bytes: only what it needs is decoded.
 
-Decoding is the cost of `table_history` over a big log, and a table's history
+Decoding is the cost of a table's history over a big log, and the history
 needs few of the events. One pass over the records reads each envelope and,
 for the intents that move a lineage (create, rename, recover, truncate,
 exchange), their leading fields, without models (a batch's envelopes at once,
@@ -17,7 +17,8 @@ Then only these events are decoded and folded (`history.follow`):
   searched for in every earlier record;
 - the epoch events (`EpochAssigned`, `StableEpochAdvanced`), few in auto mode.
 
-The result is the same as `table_history` over the decoded log.
+The result is the same as following the table through every event of the
+decoded log (`tests/audit/history_oracle.py` is that, from the fold).
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def table_history_raw(
     name: QualifiedName | None = None,
     table_id: int | None = None,
 ) -> TableHistory:
-    """`table_history` over the catalog's records (log order), decoding only what it needs.
+    """The history of the table named `name` (the last to hold it) or that had `table_id`,
+    from the catalog's records (log order), decoding only what it needs.
 
     A record that is not an event is skipped, as the decoded log skips it. The first
     pass reads `log` as it comes (from a consumer: while the next records are fetched),
