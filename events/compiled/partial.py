@@ -24,7 +24,7 @@ Bytes that do not hold the fields raise: `IndexError` (cut short), `PastTheEnd`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from events.compiled.read import _Reader, _varint
 from events.compiled.write import write_long
@@ -34,6 +34,21 @@ Item = tuple[str, How]
 """A field's name, and what of it a prefix reader returns."""
 Prefix = Callable[[bytes, int], tuple[Any, ...]]
 """A compiled prefix reader: `(record bytes, where the record starts)` → the items wanted."""
+
+
+class Source(NamedTuple):
+    """Statements a prefix reader runs after its items, in the same function (`then`).
+
+    Attributes:
+        lines: The statements (indented one level; they may use `d`, and `after`, where
+            the items end; they may `return None`).
+        values: The expressions they give, each followed by `, `.
+        constants: The names they use besides those.
+    """
+
+    lines: tuple[str, ...]
+    values: str
+    constants: Mapping[str, Any]
 
 
 class PastTheEnd(ValueError):
@@ -87,21 +102,25 @@ def branch_name(branch: Any) -> str:
 
 
 def compile_prefix(
-    record: dict[str, Any], items: Sequence[Item], named: Mapping[str, Any] | None = None
-) -> Prefix:
+    record: dict[str, Any], items: Sequence[Item], named: Mapping[str, Any] | None = None,
+    then: Source | None = None,
+) -> Prefix:  # fmt: skip
     """A function reading `items` of a record of the fastavro-parsed `record` schema.
 
     Args:
         record: The record schema (a top-level one, or one named inside it).
         items: What to return, in this order (see the module docstring).
         named: The named types `record` may refer to (`named_types` of its top schema).
+        then: Statements to run after the items (one call less on a hot path): the
+            function returns the items, then their values; or None if they return None.
 
     Raises:
         ValueError: An item names no field of the record, asks what its type does not
             have, or the schema uses a type the reader does not cover.
     """
-    namespace = {"_varint": _varint, "_too_long": _too_long, "_no_branch": NoBranch}
-    prefix: Prefix = _Prefix(items, named or {}).build(record, namespace)
+    namespace = {"_varint": _varint, "_too_long": _too_long, "_no_branch": NoBranch,
+                 **(then.constants if then is not None else {})}  # fmt: skip
+    prefix: Prefix = _Prefix(items, named or {}, then).build(record, namespace)
     return prefix
 
 
@@ -113,11 +132,15 @@ class _Prefix(_Reader):
     """Emits one `def f(d, p)` reading the wanted items of a record (no function per record)."""
 
     purpose = "compiled Avro prefix reader"
+    inline_varints = True
 
-    def __init__(self, items: Sequence[Item], named: Mapping[str, Any]) -> None:
+    def __init__(
+        self, items: Sequence[Item], named: Mapping[str, Any], then: Source | None
+    ) -> None:
         super().__init__(tagged=False)
         self.named.update(named)
         self.items = tuple(items)
+        self.then = then
         self._inlining: set[str] = set()
 
     def record_source(self, function: str, schema: dict[str, Any]) -> list[str]:
@@ -152,12 +175,20 @@ class _Prefix(_Reader):
                 found[(name, "end")] = end = self.name("e")
                 body.append(f"    {end} = p")
         values = "".join(f"{found[item]}, " for item in self.items)
+        if self.then is not None:
+            body += ["    after = p", *self.then.lines]
+            values += self.then.values
         return [f"def {function}(d, p):", "    size = len(d)", *body, f"    return ({values})"]
 
     def _content(self, name: str, kind: Any, var: str, out: list[str]) -> None:
         if kind not in ("string", "bytes"):
             raise ValueError(f"field {name!r} is not a string or bytes: it has no content")
-        self.primitive("bytes", var, out, "    ")
+        end = self.name("e")
+        out += ["    b = d[p]", "    if b < 128 and not b & 1:",  # as `skip` does
+                f"        {end} = p + 1 + (b >> 1)",
+                f"        if {end} > size: raise _too_long(b >> 1, p, size - p)",
+                f"        {var} = d[p + 1 : {end}]", f"        p = {end}", "    else:"]  # fmt: skip
+        self.primitive("bytes", var, out, "        ")
 
     def _branch(self, name: str, kind: Any, var: str, out: list[str]) -> None:
         if not isinstance(kind, list):
@@ -212,11 +243,16 @@ class _Prefix(_Reader):
         elif kind in ("long", "enum"):  # a varint ends at its first byte below 128
             out += [f"{pad}while d[p] > 127: p += 1", f"{pad}p += 1"]
         elif kind in ("string", "bytes"):
-            size, end = self.name("n"), self.name("e")
-            self._long(size, out, pad)
-            out += [f"{pad}{end} = p + {size}",
-                    f"{pad}if {size} < 0 or {end} > size: raise _too_long({size}, p, size - p)",
-                    f"{pad}p = {end}"]  # fmt: skip
+            # A length below 64 (one even byte, most) is read without undoing the zigzag.
+            out += [f"{pad}b = d[p]", f"{pad}if b < 128 and not b & 1:",
+                    f"{pad}    p += 1 + (b >> 1)",
+                    f"{pad}    if p > size: raise _too_long(b >> 1, p, size - p)",
+                    f"{pad}else:"]  # fmt: skip
+            size, end, inner = self.name("n"), self.name("e"), pad + "    "
+            self._long(size, out, inner)
+            out += [f"{inner}{end} = p + {size}",
+                    f"{inner}if {size} < 0 or {end} > size: raise _too_long({size}, p, size - p)",
+                    f"{inner}p = {end}"]  # fmt: skip
         elif kind == "record":
             for field in schema["fields"]:
                 self.skip(field["type"], out, pad)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from events.compiled.partial import branch_name, encode_long
+from events.compiled.partial import Source, branch_name, encode_long
 
 LONGEST_READ = 4096
 """The longest optional string `readings` tries (a longer one is not read from the end)."""
@@ -43,6 +43,8 @@ class Trailer:
         likely_read: `(record, after)` → the likeliest reading in one call: `likely`, then
             each fixed field's content, then where each starts (`starts`); None when it
             does not fit.
+        likely_source: `likely_read`'s body, for `partial.compile_prefix(then=…)` to run
+            after the items it reads (with `after` where they end), in the same function.
         null: The optional string's null branch as written (empty: no optional string).
         prefixes: Its string branch and each length below `LONGEST_READ`, as written.
     """
@@ -56,6 +58,7 @@ class Trailer:
     likely: Callable[[bytes], int]
     guess: Callable[[bytes], int]
     likely_read: Callable[[bytes, int], tuple[Any, ...] | None]
+    likely_source: Source
     null: bytes
     prefixes: tuple[bytes, ...]
 
@@ -116,13 +119,15 @@ def compile_trailer(
     widths = tuple(len(m) + n for _, m, n in fixed)
     prefix = string + encode_long(likely)
     scope: dict[str, Any] = {"_markers": markers, "_null": null, "_prefix": prefix}
-    source = (_starts_source(markers, widths) + _likely_source(null, prefix, likely)
-              + _likely_read_source(markers, widths, null, prefix, likely))  # fmt: skip
+    read = _likely_read_source(markers, widths, null, prefix, likely, scope)
+    source = [*_starts_source(markers, widths), *_likely_source(null, prefix, likely),
+              "def likely_read(d, after):", *read.lines, f"    return ({read.values})"]  # fmt: skip
     exec(compile("\n".join(source), f"<compiled trailer {record['name']}>", "exec"), scope)
     prefixes = tuple(string + encode_long(n) for n in range(LONGEST_READ)) if string else ()
     return Trailer(
         tuple(n for n, _, _ in fixed), markers, widths, sum(widths), bool(string),
-        scope["starts"], scope["likely"], scope["guess"], scope["likely_read"], null, prefixes,
+        scope["starts"], scope["likely"], scope["guess"], scope["likely_read"], read, null,
+        prefixes,
     )  # fmt: skip
 
 
@@ -153,13 +158,15 @@ def _starts_body(markers: tuple[bytes, ...], widths: tuple[int, ...], end: str) 
 
 
 def _likely_read_source(
-    markers: tuple[bytes, ...], widths: tuple[int, ...], null: bytes, prefix: bytes, likely: int
-) -> list[str]:
-    """`likely`, `starts` and the contents in one function (the audit's hot path)."""
-    lines = ["def likely_read(d, after):", "    end = len(d)"]
+    markers: tuple[bytes, ...], widths: tuple[int, ...], null: bytes, prefix: bytes, likely: int,
+    scope: dict[str, Any],
+) -> Source:  # fmt: skip
+    """`likely`, `starts` and the contents in one body (the audit's hot path)."""
+    lines = ["    end = len(d)"]
     if null:
         tail = len(prefix) + likely
-        lines += ["    if d.endswith(_null): tail = len(_null)",
+        ends_null = f"d[end - 1] == {null[0]}" if len(null) == 1 else "d.endswith(_null)"
+        lines += [f"    if {ends_null}: tail = len(_null)",
                   f"    elif end > {tail} and d[end - {tail} : end - {likely}] == _prefix: "
                   f"tail = {tail}",
                   "    else: return None"]  # fmt: skip
@@ -168,8 +175,8 @@ def _likely_read_source(
     names = [f"a{i}" for i in range(len(markers))]
     contents = "".join(f"d[{n} + {len(m)} : {n} + {w}], "
                        for n, m, w in zip(names, markers, widths, strict=True))  # fmt: skip
-    return [*lines, *_starts_body(markers, widths, "end"),
-            f"    return (tail, {contents}{''.join(n + ', ' for n in names)})"]  # fmt: skip
+    return Source((*lines, *_starts_body(markers, widths, "end")),
+                  f"tail, {contents}{''.join(n + ', ' for n in names)}", dict(scope))  # fmt: skip
 
 
 def _likely_source(null: bytes, prefix: bytes, likely: int) -> list[str]:

@@ -47,11 +47,12 @@ def checked(data: bytes, hashed: bool = False) -> Checked | None:
     if reader is None or not data.startswith(MAGIC):
         return None
     try:
-        catalog, rv, epoch, tables, intent, at = reader.envelope(data, HEADER_LENGTH)
+        read = reader.envelope(data, HEADER_LENGTH)
     except (IndexError, ValueError):  # cut short or malformed: `parse` says where
         return None
-    # (tail, prev_hash, hash, where each starts): the likeliest reading of the record's end
-    found = reader.trailer.likely_read(data, at)
-    if found is None or (not hashed and body_hash(data, found[1], found[4], found[0]) != found[2]):
+    if read is None:  # the record's end is not in the likeliest shape
         return None
-    return catalog, rv, epoch, tables, intent, found[1], found[2]
+    catalog, rv, epoch, tables, intent, _, tail, prev, recorded, _, hash_at = read
+    if not hashed and body_hash(data, prev, hash_at, tail) != recorded:
+        return None
+    return catalog, rv, epoch, tables, intent, prev, recorded

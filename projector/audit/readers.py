@@ -64,7 +64,9 @@ class EventReader(NamedTuple):
         intents: The intent union's branches (record names), by index.
         head: `HEAD`'s items, from the body's start; then where the intent's fields start.
         skim: `SKIM`'s items.
-        envelope: `ENVELOPE`'s items.
+        envelope: `ENVELOPE`'s items, then the chain fields' likeliest reading
+            (`Trailer.likely_read`: the trace id's length, `prev_hash`, `hash`, where
+            each starts), in one call; None when that reading does not fit.
         fields: Per intent of `INTENT_FIELDS` the writer has: its fields' values from
             where they start, then where the last one ends.
         trailer: Where the chain fields (and `trace_id`) sit, from the end.
@@ -103,9 +105,10 @@ def _reader(version: SchemaVersion) -> EventReader:
              (len(trailer.markers[1]), trailer.widths[1]))  # fmt: skip
     write = compile_writer({"type": "record", "name": "metalog.events.Tables",
                             "fields": [by_name["tables"]]})  # fmt: skip
+    envelope = compile_prefix(parsed, ENVELOPE, named, then=trailer.likely_source)
     return EventReader(
         intents, compile_prefix(parsed, HEAD, named), compile_prefix(parsed, SKIM, named),
-        compile_prefix(parsed, ENVELOPE, named), fields, trailer, chain, write,
+        envelope, fields, trailer, chain, write,
     )  # fmt: skip
 
 
