@@ -80,10 +80,6 @@ class Lineage:
         if self.names[lineage][-1] != name:
             self.names[lineage].append(name)
 
-    def current_id(self, lineage: int) -> int:
-        """The lineage's table id now."""
-        return self.ids[lineage][-1]
-
     def by_name(self, name: QualifiedName) -> int | None:
         """The lineage that held `name` last (the newest created or renamed to it)."""
         return self.holder.get(name)
