@@ -25,7 +25,6 @@ Run: `.venv/bin/python -m bench.audit_verify [--events 1000000] [--template 1000
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import tempfile
@@ -45,10 +44,9 @@ from events.checkpoint import Checkpoint, Signer, micros
 from events.codec import encode_event
 from events.event import Event
 from events.intents import CheckpointSigned
-from events.schema_store import HEADER_LENGTH
 from metalog.stack import broker as stack
 from metalog.stack.config import StackConfig
-from projector.audit.raw import parse, zigzag
+from projector.audit.raw import parse, rewritten
 from projector.audit.read import TopicLog, verify_topic
 from projector.audit.verify import Verifier
 from projector.kafka.topics import create_metalog_topics
@@ -98,18 +96,9 @@ def tiled(template: Sequence[Event], events: int, every: int) -> Iterator[bytes]
             if tile and raw.intent == "LeaderElected":
                 continue
             rv += 1
-            tables = b"".join(zigzag(t + tile * stride) + zigzag(v) for t, v in raw.tables)
-            array = (zigzag(len(raw.tables)) + tables if raw.tables else b"") + b"\x00"
-            rv_start, rv_end = raw.rv_span
-            t_start, t_end = raw.tables_span
-            hash_at = len(data) - raw.tail - 33
-            body = (
-                data[HEADER_LENGTH:rv_start] + zigzag(rv) + data[rv_end:t_start] + array
-                + data[t_end : raw.prev_at] + prev + data[raw.prev_at + 32 : hash_at]
-            )  # fmt: skip
-            tail = data[len(data) - raw.tail :]
-            digest = hashlib.sha256(prev + body + b"\x00" + tail).digest()
-            yield data[:HEADER_LENGTH] + body + b"\x40" + digest + tail
+            tables = tuple((t + tile * stride, v) for t, v in raw.tables)
+            record, digest = rewritten(data, raw, rv, prev, tables)
+            yield record
             prev, written = digest, written + 1
             if written >= events:
                 return

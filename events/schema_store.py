@@ -29,6 +29,8 @@ MAGIC = b"\xc3\x01"
 """The two marker bytes that start every single-object-encoded record."""
 HEADER_LENGTH = 10
 """Marker (2 bytes) + fingerprint (8 bytes) before the Avro body."""
+FINGERPRINT = slice(len(MAGIC), HEADER_LENGTH)
+"""Where a record's writer fingerprint sits: `record[FINGERPRINT]`."""
 
 _VERSION_DIR = re.compile(r"v([1-9][0-9]*)")
 

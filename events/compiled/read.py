@@ -225,14 +225,25 @@ class _Reader(SourceGenerator):
                 f"{pad}p = {end}",
             ]
 
+    inline_varints = False
+    """Read a long's later bytes inline, not by calling `_varint` (shorter code here; a
+    reader of a few fields of many records, `events.compiled.partial`, saves the call)."""
+
     def _long(self, var: str, out: list[str], pad: str) -> None:
         out += [
             f"{pad}b = d[p]",
             f"{pad}p += 1",
             f"{pad}if b < 128: {var} = (b >> 1) ^ -(b & 1)",
             f"{pad}else:",
-            f"{pad}    {var}, p = _varint(d, p, b)",
         ]
+        if self.inline_varints:  # `_varint`, inline (`b` stays the first byte)
+            out += [f"{pad}    {var}, s = b & 127, 7", f"{pad}    while True:",
+                    f"{pad}        c = d[p]", f"{pad}        p += 1",
+                    f"{pad}        {var} |= (c & 127) << s",
+                    f"{pad}        if c < 128: break", f"{pad}        s += 7",
+                    f"{pad}    {var} = ({var} >> 1) ^ -({var} & 1)"]  # fmt: skip
+        else:
+            out.append(f"{pad}    {var}, p = _varint(d, p, b)")
         if self.models is not None:  # the models' `Long` bounds (one byte always fits)
             out.append(f"{pad}    if not {LONG_MIN} <= {var} <= {LONG_MAX}: "
                        f"raise _not_long({var}, p)")  # fmt: skip

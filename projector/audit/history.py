@@ -1,18 +1,16 @@
 """One table's history: every change of it, across renames, drop/recover, truncate and exchange.
 
-Pure, over a catalog's events in log order (`projector.replay.source` reads
-them). Two passes over the events: the first finds the table's lineage
-(`projector.audit.lineage`) by its name or an id it had; the second follows
-it again, keeps every key's value (a plain dict the mutations update, no
-fold) for the key-level diff of each change, and the epochs `Publish` and
-`AdvanceStableEpoch` gave the changes in explicit mode. Over a big log,
-`projector.audit.history_raw` does the same from the records' bytes and
-decodes only the events the table's history needs.
+Pure. `projector.audit.history_raw` reads a catalog's records: it finds the
+table's lineage (`projector.audit.lineage`) by its name or an id it had
+(`begin` starts the history from it), decodes only the events the history
+needs, and `follow` adds the changes: it keeps every key's value (a plain dict
+the mutations update, no fold) for the key-level diff of each change, and the
+epochs `Publish` and `AdvanceStableEpoch` gave the changes in explicit mode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -90,31 +88,6 @@ class TableHistory:
                 "changes": [c.document() for c in self.changes]}  # fmt: skip
 
 
-def table_history(
-    catalog: str,
-    events: Sequence[Event],
-    name: QualifiedName | None = None,
-    table_id: int | None = None,
-) -> TableHistory:
-    """The history of the table named `name` (the last to hold it) or that had `table_id`.
-
-    Args:
-        catalog: The catalog.
-        events: Its events in log order.
-        name: (schema, table).
-        table_id: An id the table had (set this or `name`).
-
-    Raises:
-        ReplayError: No table in the log had that name or id.
-    """
-    lineage = Lineage()
-    for event in events:
-        lineage.step(event)
-    history, target = begin(catalog, lineage, name, table_id)
-    follow(history, _touching(events, target))
-    return history
-
-
 def begin(
     catalog: str, lineage: Lineage, name: QualifiedName | None, table_id: int | None
 ) -> tuple[TableHistory, int]:
@@ -134,13 +107,6 @@ def begin(
         catalog, [f"{s}.{t}" for s, t in lineage.names[target]], list(lineage.ids[target])
     )
     return history, target
-
-
-def _touching(events: Iterable[Event], target: int) -> Iterator[tuple[Event, int | None]]:
-    lineage = Lineage()
-    for event in events:
-        touched = target in lineage.step(event)
-        yield event, lineage.current_id(target) if touched else None
 
 
 def follow(history: TableHistory, events: Iterable[tuple[Event, int | None]]) -> None:

@@ -1,6 +1,6 @@
 """One table's history from a catalog's records as bytes: only what it needs is decoded.
 
-Decoding is the cost of `table_history` over a big log, and a table's history
+Decoding is the cost of a table's history over a big log, and the history
 needs few of the events. One pass over the records reads each envelope and,
 for the intents that move a lineage (create, rename, recover, truncate,
 exchange), their leading fields, without models (a batch's envelopes at once,
@@ -17,7 +17,8 @@ Then only these events are decoded and folded (`history.follow`):
   searched for in every earlier record;
 - the epoch events (`EpochAssigned`, `StableEpochAdvanced`), few in auto mode.
 
-The result is the same as `table_history` over the decoded log.
+The result is the same as following the table through every event of the
+decoded log (`tests/audit/history_oracle.py` is that, from the fold).
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, compress, islice
 
 from events.codec import decode_event
+from events.compiled.partial import encode_long
 from events.errors import DecodeError
 from events.event import Event
 from events.keys import DATANODE_TABLE, REMOVED, TABLE_INFO, TABLE_ROUTE, table_info_key
-from projector.audit.envelopes import INTENTS, skim_batch
+from projector.audit.envelopes import skim_batch
 from projector.audit.history import TableHistory, begin, follow
 from projector.audit.lineage import Lineage, QualifiedName, Step
-from projector.audit.raw import Head, NotAnEvent, head, long_at, string_at, zigzag
+from projector.audit.raw import Head, head, intent_fields
 from projector.heap import collector_paused
 
 EPOCH_INTENTS = frozenset({"EpochAssigned", "StableEpochAdvanced"})
@@ -72,48 +74,19 @@ def step_of(data: bytes, envelope: Head | None = None) -> tuple[str, Step]:
                                   envelope.at)  # fmt: skip
 
 
-def _string(data: bytes, at: int) -> tuple[str, int]:
-    """`string_at` with a one-byte length read here (a create's names, every second record
-    of a growing catalog, are short)."""
-    size = data[at]
-    end = at + 1 + (size >> 1)
-    if size & 0x81 or end > len(data):
-        return string_at(data, at)
-    try:
-        return data[at + 1 : end].decode(), end
-    except UnicodeDecodeError as exc:
-        raise NotAnEvent("a string is not UTF-8") from exc
-
-
 def _step(data: bytes, tables: tuple[int, ...], intent: str, at: int) -> Step:
     """The step of an intent whose fields start at `at` (see `step_of`)."""
-    try:
-        if intent == "TableCreated" or intent == "TableRecovered":
-            table_id, at = long_at(data, at)
-            schema, at = _string(data, at)
-            table, _ = _string(data, at)
-            if intent == "TableCreated":
-                return Step(tables, table_id, created=(schema, table))
-            return Step(tables, table_id, named=(schema, table))
-        if intent == "TableRenamed":
-            table_id, at = long_at(data, at)
-            schema, at = _string(data, at)
-            _, at = _string(data, at)
-            table, _ = _string(data, at)
-            return Step(tables, table_id, named=(schema, table))
-        if intent == "TableTruncated":
-            table_id, at = long_at(data, at)
-            new_id, _ = long_at(data, at)
-            return Step(tables, table_id, moved=(table_id, new_id))
-        if intent == "PartitionExchanged":
-            table_id, at = long_at(data, at)
-            _, at = string_at(data, at)
-            partition_id, at = long_at(data, at)
-            other_id, _ = long_at(data, at)
-            return Step(tables, table_id, moved=(other_id, partition_id))
-    except IndexError as exc:
-        raise NotAnEvent("the record is truncated") from exc
-    return Step(tables, None)
+    if intent not in LINEAGE_INTENTS:
+        return Step(tables, None)
+    fields = intent_fields(data, intent, at)
+    if intent == "TableCreated":
+        return Step(tables, fields[0], created=(fields[1], fields[2]))
+    if intent == "TableTruncated":
+        return Step(tables, fields[0], moved=(fields[0], fields[1]))
+    if intent == "PartitionExchanged":
+        table_id, partition_id, other_id, _ = fields
+        return Step(tables, table_id, moved=(other_id, partition_id))
+    return Step(tables, fields[0], named=(fields[1], fields[2]))  # a rename, a recover
 
 
 def table_history_raw(
@@ -122,7 +95,8 @@ def table_history_raw(
     name: QualifiedName | None = None,
     table_id: int | None = None,
 ) -> TableHistory:
-    """`table_history` over the catalog's records (log order), decoding only what it needs.
+    """The history of the table named `name` (the last to hold it) or that had `table_id`,
+    from the catalog's records (log order), decoding only what it needs.
 
     A record that is not an event is skipped, as the decoded log skips it. The first
     pass reads `log` as it comes (from a consumer: while the next records are fetched),
@@ -158,8 +132,7 @@ def table_history_batches(
         blocks.append((len(records), len(batch), b"".join(batch)))
         skimmed = skim_batch(batch, blocks[-1][2])
         for at in skimmed.where(LINEAGE_INTENTS):
-            intent = INTENTS[skimmed.intents[at] >> 1]
-            lineage.apply(_step(batch[at], (), intent, skimmed.ats[at]))
+            lineage.apply(_step(batch[at], (), skimmed.intent(at), skimmed.ats[at]))
         epochs.extend(len(records) + at for at in skimmed.where(EPOCH_INTENTS))
         records.extend(batch)
         envelopes.extend(skimmed.tables)
@@ -179,13 +152,15 @@ def _naming(
 ) -> Iterator[tuple[int, list[tuple[int, int]]]]:
     """The records before `last` whose envelope names one of `ids`, with the envelope's pairs.
 
-    Most envelopes hold one pair (the count 2, zigzag of 1, then the id's bytes):
+    Most envelopes hold one pair (the block's count 1, then the id's bytes):
     those are checked on the id's bytes, one pattern matched against every envelope
     (an Avro long ends at its first byte below 0x80, so no id's bytes begin another's);
     the others, none (0) or several, are read (`raw.head`).
     """
-    single = [re.escape(b"\x02" + zigzag(i)) for i in sorted(ids)]
-    maybe = re.compile(b"|".join([b"[^\x00\x02]", *single])).match  # not one pair, or one of ids
+    one, end = encode_long(1), encode_long(0)
+    single = [re.escape(one + encode_long(i)) for i in sorted(ids)]
+    other = b"[^" + re.escape(end) + re.escape(one) + b"]"  # not one pair, nor none
+    maybe = re.compile(b"|".join([other, *single])).match
     for index in compress(range(last), map(maybe, islice(envelopes, last))):
         pairs = head(records[index]).tables
         if any(t in ids for t, _ in pairs):
@@ -193,10 +168,10 @@ def _naming(
 
 
 def _own(records: Sequence[bytes], envelopes: list[bytes], ids: list[int]) -> dict[int, int]:
-    """The lineage's records (those `Lineage.advance` says touch it) → its id after each.
+    """The lineage's records (an envelope or an intent naming its id, its creation) → its id after.
 
     Only records whose envelope names one of its ids can; the lineage is followed
-    through them from its creation (`ids[0]`, never reused) as `Lineage` does.
+    through them from its creation (`ids[0]`, never reused) as `Lineage.apply` does.
     """
     own: dict[int, int] = {}
     current: int | None = None
@@ -279,4 +254,4 @@ def _search(
 
 def _avro_string(text: str) -> bytes:
     data = text.encode()
-    return zigzag(len(data)) + data
+    return encode_long(len(data)) + data

@@ -2,8 +2,9 @@
 
 A table keeps its identity (a lineage) while its id changes: truncate gives
 it a new id (TiDB), and exchange partition gives the plain table the
-partition's id. A rename or a drop/recover keeps the id. `Lineage.step`
-reads events in log order and says which lineages each one touches; pure.
+partition's id. A rename or a drop/recover keeps the id. `Lineage.apply`
+takes each event's `Step` in log order (`projector.audit.history_raw` reads
+them from the records' bytes); pure.
 """
 
 from __future__ import annotations
@@ -11,21 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from events.event import Event
-from events.intents import (
-    PartitionExchanged,
-    TableCreated,
-    TableRecovered,
-    TableRenamed,
-    TableTruncated,
-)
-
 QualifiedName = tuple[str, str]
 """(schema, table)."""
 
 
 class Step(NamedTuple):
-    """What one event does to the lineages, read from its model or from its bytes.
+    """What one event does to the lineages, read from its bytes.
 
     Attributes:
         tables: The table ids of the envelope.
@@ -58,33 +50,6 @@ class Lineage:
     ids: dict[int, list[int]] = field(default_factory=dict)
     holder: dict[QualifiedName, int] = field(default_factory=dict)
 
-    def step(self, event: Event) -> tuple[int, ...]:
-        """The lineages `event` touches (before and after its id changes), ascending."""
-        intent = event.intent
-        step = Step(tuple(t.table_id for t in event.tables), getattr(intent, "table_id", None))
-        if isinstance(intent, TableCreated):
-            step = step._replace(created=(intent.schema_name, intent.table_name))
-        elif isinstance(intent, TableTruncated):
-            step = step._replace(moved=(intent.table_id, intent.new_table_id))
-        elif isinstance(intent, PartitionExchanged):
-            step = step._replace(moved=(intent.other_table_id, intent.partition_id))
-        elif isinstance(intent, TableRenamed):
-            step = step._replace(named=(intent.schema_name, intent.new_table_name))
-        elif isinstance(intent, TableRecovered):
-            step = step._replace(named=(intent.schema_name, intent.table_name))
-        return self.advance(step)
-
-    def advance(self, step: Step) -> tuple[int, ...]:
-        """The lineages a step touches (before and after its id changes), ascending."""
-        owner = self.owner
-        touched = {owner[t] for t in step.tables if t in owner}
-        if step.table_id in owner:
-            touched.add(owner[step.table_id])
-        created = self.apply(step)
-        if created is not None:
-            touched.add(created)
-        return tuple(sorted(touched))
-
     def apply(self, step: Step) -> int | None:
         """Take the step's creation, id change or name; the lineage it created (or None)."""
         table_id = step.table_id
@@ -114,10 +79,6 @@ class Lineage:
         self.holder[name] = lineage
         if self.names[lineage][-1] != name:
             self.names[lineage].append(name)
-
-    def current_id(self, lineage: int) -> int:
-        """The lineage's table id now."""
-        return self.ids[lineage][-1]
 
     def by_name(self, name: QualifiedName) -> int | None:
         """The lineage that held `name` last (the newest created or renamed to it)."""

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
 
+from events.codec import encode_event
 from events.commands import AdvanceStableEpoch, AlterTable, Publish
 from events.event import Event
 from projector.audit.diff import catalog_diff
-from projector.audit.history import table_history
+from projector.audit.history import TableHistory
+from projector.audit.history_raw import table_history_raw
 from projector.errors import ApplyError, ReplayError
 from projector.fold.apply import replay
 from projector.fold.image import Image
@@ -19,21 +22,29 @@ from tests.audit.scripted import EXPECTED_U, lifecycle
 from tests.domain.builders import CATALOG, EPOCH, command, create, local
 
 
+def _history(
+    catalog: str, events: Sequence[Event], name: tuple[str, str] | None = None,
+    table_id: int | None = None,
+) -> TableHistory:  # fmt: skip
+    """The history of a table from the events' records, as `metalog audit history` reads it."""
+    return table_history_raw(catalog, [encode_event(e) for e in events], name, table_id)
+
+
 def test_history_follows_a_table_across_rename_truncate_exchange_drop_and_recover() -> None:
     events = lifecycle().events
-    history = table_history(CATALOG, events, ("public", "u"))
+    history = _history(CATALOG, events, ("public", "u"))
     rows = [(c.resource_version, c.table_id, c.version, c.statement) for c in history.changes]
     assert rows == EXPECTED_U
     assert history.names == ["public.t", "public.u"] and history.table_ids == [1, 2, 4]
     assert [c.actor for c in history.changes][-3] == "bob"
     assert all(c.schema_epoch > 0 and c.published_at == c.resource_version
                for c in history.changes)  # fmt: skip
-    by_id = table_history(CATALOG, events, table_id=2)  # an id it had in the middle
+    by_id = _history(CATALOG, events, table_id=2)  # an id it had in the middle
     assert [c.resource_version for c in by_id.changes] == [rv for rv, *_ in EXPECTED_U]
 
 
 def test_history_gives_each_change_its_key_level_diff() -> None:
-    history = table_history(CATALOG, lifecycle().events, ("public", "u"))
+    history = _history(CATALOG, lifecycle().events, ("public", "u"))
     rename = {k.key: k for k in history.changes[1].keys}
     assert rename["__table_name/c/public/t"].op == "removed"
     assert rename["__table_name/c/public/u"].op == "added"
@@ -46,7 +57,7 @@ def test_history_gives_each_change_its_key_level_diff() -> None:
 
 
 def test_history_of_the_partitioned_table_holds_the_exchange_and_not_the_other_table() -> None:
-    history = table_history(CATALOG, lifecycle().events, ("public", "p"))
+    history = _history(CATALOG, lifecycle().events, ("public", "p"))
     assert [c.resource_version for c in history.changes] == [5, 6]
     assert history.table_ids == [3]
 
@@ -59,14 +70,14 @@ def test_history_in_explicit_mode_gives_the_epoch_and_the_release() -> None:
     catalog.submit(command(AlterTable, table_name="a", set_options={"x": "1"}))
     catalog.submit(command(Publish, table_id=table, epoch=3))
     catalog.submit(command(AdvanceStableEpoch, epoch=3))
-    history = table_history(CATALOG, catalog.events, ("public", "a"))
+    history = _history(CATALOG, catalog.events, ("public", "a"))
     assert [(c.resource_version, c.schema_epoch, c.published_at) for c in history.changes] == [
         (2, 3, 5), (3, 3, 5)]  # fmt: skip
 
 
 def test_history_of_an_unknown_table_names_it() -> None:
     with pytest.raises(ReplayError, match=r"`public\.nope`"):
-        table_history(CATALOG, lifecycle().events, ("public", "nope"))
+        _history(CATALOG, lifecycle().events, ("public", "nope"))
 
 
 def test_diff_counts_keys_per_kind_and_says_each_table_in_ddl_words() -> None:
