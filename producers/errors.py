@@ -81,6 +81,17 @@ class Fenced(MetalogError):
         )
 
 
+class MembershipLost(MetalogError):
+    """The leader's consumer of the commands topic failed for good; the leader joins again."""
+
+    def __init__(self, group: str, reason: str) -> None:
+        super().__init__(
+            f"the leader's membership of the group {group} ended ({reason}): it joins again "
+            "with a new consumer; if another process uses the same --instance-id, give each "
+            "its own"
+        )
+
+
 class TransactionFailed(MetalogError):
     """A batch's transaction did not commit; state is rebuilt from the log."""
 

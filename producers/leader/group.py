@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from producers.errors import Fenced, TransactionFailed
+from producers.errors import Fenced, MembershipLost, TransactionFailed
 from producers.leader.metrics import LeaderMetrics
 from producers.leader.options import LeaderOptions
 from producers.leader.owner import PartitionOwner
@@ -169,9 +169,11 @@ def rejoins(failure: BaseException) -> bool:
     `Fenced`: a newer owner took a partition (a commit, or a takeover, was
     fenced). `TransactionFailed` out of a takeover: the partition's producer
     could not be initialised, or what opening writes did not commit; trying
-    again later may work. Anything else stops the leader.
+    again later may work. `MembershipLost`: the consumer failed for good (a
+    static member fenced by one with its `group.instance.id`: librdkafka's own
+    rejoin after a session timeout can be). Anything else stops the leader.
     """
-    return isinstance(failure, Fenced | TransactionFailed)
+    return isinstance(failure, Fenced | TransactionFailed | MembershipLost)
 
 
 def close_quietly(owner: PartitionOwner, leader_id: str) -> None:

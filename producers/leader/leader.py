@@ -17,12 +17,14 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from opentelemetry.trace import Tracer
 
 from events.commands import Command
+from events.errors import MetalogError
 from events.replies import Committed, Rejected, Reply
 from events.topics import Topics
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT
 from producers.errors import (
     CommandOutcomeUnknown,
     Fenced,
+    MembershipLost,
     NotLeader,
     TransactionFailed,
     rejection_from_reply,
@@ -261,8 +263,7 @@ class Leader:
         """One membership of the group, with a new consumer, until `stop()` or a rejoin.
 
         Returns:
-            Why the leader leaves the group to join again (`group.rejoins`), or
-            None once stopped.
+            Why the leader joins the group again (`group.rejoins`); None once stopped.
 
         Raises:
             What stops the leader: a refused group or topic, a log that does not fold.
@@ -286,8 +287,7 @@ class Leader:
         finally:
             member.leave()
 
-    def _rejoin(self, cause: BaseException) -> None:
-        """Count and log the rejoin, then wait the back-off (`stop()` ends it)."""
+    def _rejoin(self, cause: BaseException) -> None:  # the back-off ends early on `stop()`
         self._rejoining = cause
         self.metrics.rejoined(cause)
         log.warning("leader %s handed its partitions back (%s: %s): it joins the group %s "
@@ -331,12 +331,12 @@ class Leader:
         if denied is not None:
             raise denied
 
-    def _serve(self, consumer: Consumer, messages: list[Message]) -> Fenced | None:
+    def _serve(self, consumer: Consumer, messages: list[Message]) -> MetalogError | None:
         """Serve a batch: commands read from the topic and those submitted in-process.
 
         Returns:
-            `Fenced` when a newer owner took one of its partitions (dropped here;
-            the others were served): the leader joins the group again.
+            Why the leader joins the group again: `Fenced` (a newer owner took one
+            of its partitions: dropped here, the others served), `MembershipLost`.
         """
         fenced: Fenced | None = None
         inputs: dict[int, list[Input]] = defaultdict(list)
@@ -346,6 +346,8 @@ class Leader:
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
                     self._stop_if_denied(error)
+                    if error.fatal() or error.code() == KafkaError._FATAL:  # a dead consumer
+                        return MembershipLost(self.group_id, str(error))
                     log.warning("commands topic: %s", error)
                 continue
             partition, offset = message.partition() or 0, message.offset() or 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from prometheus_client import CollectorRegistry
 
@@ -24,7 +25,7 @@ from events.topics import COMMAND_ID_HEADER, REASON_HEADER, REPLY_TO_HEADER
 from events.values import Column
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, TransactionFailed
-from producers.leader.group import Membership
+from producers.leader.group import Membership, consumer_settings
 from producers.leader.leader import Leader
 from producers.leader.log import read_events
 from producers.leader.metrics import LeaderMetrics
@@ -271,6 +272,43 @@ def test_an_owner_whose_close_fails_as_it_is_handed_back_is_a_warning_and_the_le
     log = [e for e in read_events(wire.bootstrap, wire.events, 1) if e.catalog == on[1]]
     assert [type(e.intent).__name__ for e in log] == ["LeaderElected", "TableCreated"]
     assert served.resource_version == log[-1].resource_version
+    check_history(log)
+
+
+def test_a_static_leader_whose_consumer_is_fenced_by_its_instance_id_joins_again_and_serves(
+    wire: TopicSet, client: MetadataClient
+) -> None:
+    group = f"{wire.prefix}-leaders"
+    registry = CollectorRegistry()
+    leader = Leader(wire.bootstrap, topics=wire.topics, group_id=group, instance_id="leader-a",
+                    metrics=LeaderMetrics(registry))  # fmt: skip
+    with leader:
+        assert leader.wait_until_serving(1, timeout=60.0)
+        client.create_table("public", "t", COLUMNS)
+        # Another member with its group.instance.id takes its place: the leader's consumer
+        # is fenced for good (FENCED_INSTANCE_ID), as librdkafka's own rejoin can do to it.
+        intruder = Consumer(consumer_settings(wire.bootstrap, group, LeaderOptions(), "leader-a"))
+        intruder.subscribe([wire.commands])
+
+        def rejoined() -> bool:
+            intruder.poll(0.1)  # serves its join (until the leader fences it in turn)
+            lost = {"error": "MembershipLost"}
+            return registry.get_sample_value("metalog_leader_rejoins_total", lost) == 1 and (
+                leader.owned == [0])
+
+        try:
+            wait_until(rejoined, timeout=60.0)
+            after = client.alter_table("public", "t", set_options={"ttl": "1d"}, timeout=30.0)
+        finally:
+            with contextlib.suppress(KafkaException):  # fenced in turn by the leader
+                intruder.close()
+        assert leader.failure is None
+
+    log = log_of(wire)
+    assert [type(e.intent).__name__ for e in log] == [
+        "LeaderElected", "TableCreated", "LeaderElected", "TableAltered",
+    ]  # fmt: skip
+    assert after.resource_version == log[-1].resource_version
     check_history(log)
 
 
