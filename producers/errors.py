@@ -71,13 +71,24 @@ class NotLeader(MetalogError):
 
 
 class Fenced(MetalogError):
-    """A newer owner of the partition fenced this leader: it must step down."""
+    """A newer owner of the partition fenced this leader: it must hand the partition back."""
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
         super().__init__(
             f"the leader of partition {partition} was fenced by a newer owner: "
-            "nothing it wrote since is visible; this process stops leading it"
+            "nothing it wrote since is visible; this process hands the partition back"
+        )
+
+
+class MembershipLost(MetalogError):
+    """The leader's consumer of the commands topic failed for good; the leader joins again."""
+
+    def __init__(self, group: str, reason: str) -> None:
+        super().__init__(
+            f"the leader's membership of the group {group} ended ({reason}): it joins again "
+            "with a new consumer; if another process uses the same --instance-id, give each "
+            "its own"
         )
 
 

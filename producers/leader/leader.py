@@ -13,47 +13,44 @@ from collections import defaultdict
 from types import TracebackType
 from typing import Self
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 from opentelemetry.trace import Tracer
 
 from events.commands import Command
+from events.errors import MetalogError
 from events.replies import Committed, Rejected, Reply
 from events.topics import Topics
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT
 from producers.errors import (
     CommandOutcomeUnknown,
     Fenced,
+    MembershipLost,
     NotLeader,
     TransactionFailed,
     rejection_from_reply,
 )
 from producers.kafka.routing import Layout, read_layout, read_record_limit
-from producers.leader.metrics import LeaderMetrics
-from producers.leader.owner import (
-    Input,
-    LeaderOptions,
-    PartitionOwner,
+from producers.leader.group import (
+    Membership,
+    close_quietly,
+    consumer_settings,
+    group_offset,
+    poll_wait,
+    rejoins,
+    start_offset,
 )
+from producers.leader.metrics import LeaderMetrics
+from producers.leader.owner import Input, LeaderOptions, PartitionOwner
 from producers.leader.standby import Standby
 from producers.leader.waiter import Waiter
-from projector.errors import ApplyError
-from projector.kafka.callbacks import KeptFailure
-from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY, next_batch
+from projector.errors import AccessDenied, ApplyError
+from projector.kafka.clients import next_batch
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 
 log = logging.getLogger(__name__)
 
 Outcome = Waiter[Reply | BaseException]
 """An in-process command's outcome: its reply, or why it has none."""
-
-_POLL_WAIT_S = 0.05
-"""How long the loop waits for commands from the topic while none are submitted in-process."""
-
-_SUBMIT_WAIT_S = 0.001
-"""The same within a second of an in-process command: those are picked up between polls."""
-
-_QUIET_SUBMIT_WAIT_S = 0.005
-"""The same later on: an idle leader polling in 1 ms waits used 4.6 % of a core, in 5 ms 1.6 %."""
 
 
 class Leader:
@@ -83,7 +80,9 @@ class Leader:
         tracing: the tracer of its spans (`projector.telemetry.tracing`); None: the global one.
 
     The group uses cooperative-sticky assignment: a rebalance revokes only the
-    partitions that move, and spreads them within one of each other.
+    partitions that move, and spreads them within one of each other. A leader
+    that is fenced, or cannot take a partition over, hands its partitions back
+    and joins the group again (`producers.leader.group`).
     """
 
     def __init__(
@@ -115,9 +114,9 @@ class Leader:
         self._layout: Layout | None = None
         self._limit = DEFAULT_RECORD_LIMIT
         self._failure: BaseException | None = None
+        self._rejoining: BaseException | None = None
         self._serving = threading.Condition()
         self._group_metadata: object = None
-        self._rebalance = KeptFailure()
         self._standby: Standby | None = None
         self.metrics = metrics if metrics is not None else LeaderMetrics()
         self.metrics.watch_ownership(lambda: len(self._owners), lambda: [
@@ -172,8 +171,13 @@ class Leader:
 
     @property
     def failure(self) -> BaseException | None:
-        """What stopped the leader's loop (`Fenced`, a refused group…), or None."""
+        """What stopped the leader's loop (a refused group, a log that does not fold…), or None."""
         return self._failure
+
+    @property
+    def rejoining(self) -> BaseException | None:
+        """Why it left the group to join again (`Fenced`…), until the group assigns it again."""
+        return self._rejoining
 
     @property
     def owned(self) -> list[int]:
@@ -241,109 +245,83 @@ class Leader:
                 self._serving.notify_all()
 
     def _run(self) -> None:
-        settings: dict[str, str | int | bool] = {
-            "bootstrap.servers": self.bootstrap,
-            "group.id": self.group_id,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-            # KIP-429: a rebalance revokes only what moves; the other catalogs keep serving.
-            "partition.assignment.strategy": "cooperative-sticky",
-            # A leader that died is replaced after this long, not Kafka's 45 s default.
-            "session.timeout.ms": self.options.session_timeout_ms,
-            "heartbeat.interval.ms": 1_000,
-            **NO_DELAY,
-            **CLIENT_SETTINGS,
-        }
-        if self.instance_id is not None:
-            settings["group.instance.id"] = self.instance_id  # KIP-345
         if self.options.warm_standby:  # the partitions it does not own, kept warm
             self._standby = Standby.of_leader(self.bootstrap, self.topics.events,
                                               self.layout.events, self.leader_id, self.options,
                                               self._limit, self.security)  # fmt: skip
-        consumer = Consumer(secured(settings, self.security))
-        consumer.subscribe(
-            [self.topics.commands], on_assign=self._rebalance.guard(self._on_assign),
-            on_revoke=self._rebalance.guard(self._on_revoke),
-            on_lost=self._rebalance.guard(self._on_lost),
-        )  # fmt: skip
         try:
             while not self._stop.is_set():
-                messages = next_batch(consumer, self.options.batch_size, self._poll_wait())
-                failure = self._rebalance.take()
-                if failure is not None:
-                    raise failure
-                self._serve(consumer, messages)
+                cause = self._member()
+                if cause is None:
+                    break
+                self._rejoin(cause)
         finally:
-            for owner in self._owners.values():
-                owner.close()
-            self._owners.clear()
-            consumer.close()
-            failure = self._rebalance.take()
-            if failure is not None:  # the consumer is closed all the same
-                log.warning("leader %s: leaving the group: %s: %s", self.leader_id,
-                            type(failure).__name__, failure)  # fmt: skip
             if self._standby is not None:
                 self._standby.stop()
 
-    def _poll_wait(self) -> float:
-        """How long to wait for commands from the topic before serving in-process ones."""
-        last = self._last_submit
-        if last is None:
-            return _POLL_WAIT_S
-        if not self._submitted.empty():
-            return 0.0
-        return _SUBMIT_WAIT_S if time.monotonic() - last < 1.0 else _QUIET_SUBMIT_WAIT_S
+    def _member(self) -> BaseException | None:
+        """One membership of the group, with a new consumer, until `stop()` or a rejoin.
 
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """Own the partitions added to this member (cooperative: only those)."""
-        topic = self.topics.commands
-        for tp in partitions:
-            owner = PartitionOwner(
-                self.bootstrap, self.topics, tp.partition, self.leader_id, self.options,
-                group_offset=functools.partial(_group_offset, consumer, topic, tp.partition),
-                limit=self._limit, security=self.security, metrics=self.metrics,
-                tracing=self.tracing,
-            )  # fmt: skip
-            owner.open(None if self._standby is None else self._standby.take(tp.partition))
-            self._owners[tp.partition] = owner
-            tp.offset = _start(owner)
-            log.info("leader %s owns partition %d from offset %d", self.leader_id,
-                     tp.partition, tp.offset)  # fmt: skip
-        consumer.incremental_assign(partitions)
-        self.metrics.partitions("assigned", len(partitions))
+        Returns:
+            Why the leader joins the group again (`group.rejoins`); None once stopped.
+
+        Raises:
+            What stops the leader: a refused group or topic, a log that does not fold.
+        """
+        settings = consumer_settings(self.bootstrap, self.group_id, self.options,
+                                     self.instance_id)  # fmt: skip
+        consumer = Consumer(secured(settings, self.security))
+        member = Membership(consumer, self.topics.commands, self._owners, self._take_over,
+                            self._assigned, self._standby, self.metrics,
+                            self.leader_id)  # fmt: skip
+        try:
+            while not self._stop.is_set():
+                wait = poll_wait(self._last_submit, self._submitted.empty())
+                messages = next_batch(consumer, self.options.batch_size, wait)
+                failure = member.take_failure() or self._serve(consumer, messages)
+                if failure is not None:
+                    if rejoins(failure):
+                        return failure
+                    raise failure
+            return None
+        finally:
+            member.leave()
+
+    def _rejoin(self, cause: BaseException) -> None:  # the back-off ends early on `stop()`
+        self._rejoining = cause
+        self.metrics.rejoined(cause)
+        log.warning("leader %s handed its partitions back (%s: %s): it joins the group %s "
+                    "again in %.1f s", self.leader_id, type(cause).__name__, cause,
+                    self.group_id, self.options.rejoin_backoff_s)  # fmt: skip
+        self._stop.wait(self.options.rejoin_backoff_s)
+
+    def _take_over(self, consumer: Consumer, partition: int) -> PartitionOwner:
+        """The open owner of a partition the group added to this member."""
+        owner = PartitionOwner(
+            self.bootstrap, self.topics, partition, self.leader_id, self.options,
+            group_offset=functools.partial(group_offset, consumer, self.topics.commands,
+                                           partition),
+            limit=self._limit, security=self.security, metrics=self.metrics,
+            tracing=self.tracing,
+        )  # fmt: skip
+        try:
+            owner.open(None if self._standby is None else self._standby.take(partition))
+        except BaseException:  # this membership ends (`_member`); stop its commit thread
+            close_quietly(owner, self.leader_id)
+            if self._standby is not None:
+                self._standby.release(partition)
+            raise
+        return owner
+
+    def _assigned(self, consumer: Consumer) -> None:
+        """After each rebalance: the group has answered this member."""
         # Read once per rebalance (cooperative: called after each, even with no partition
         # added): it is a round trip to librdkafka's main thread (≈ 9 % of the leader's
         # time when it was read for every batch).
         self._group_metadata = consumer.consumer_group_metadata()
+        self._rejoining = None
         with self._serving:
             self._serving.notify_all()
-
-    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """Hand back the partitions the group took from this member without asking."""
-        log.warning("leader %s lost partitions %s: the group reassigned them (its session "
-                    "timed out, or it was fenced)", self.leader_id,
-                    [tp.partition for tp in partitions])  # fmt: skip
-        self.metrics.partitions("lost", len(partitions))
-        self._hand_back(consumer, partitions)
-
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """Hand back the partitions the group moves elsewhere."""
-        self.metrics.partitions("revoked", len(partitions))
-        self._hand_back(consumer, partitions)
-
-    def _hand_back(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """Hand back the partitions taken from this member (revoked, or lost to a timeout)."""
-        if partitions:
-            log.info("leader %s hands back partitions %s", self.leader_id,
-                     [tp.partition for tp in partitions])  # fmt: skip
-        for tp in partitions:
-            owner = self._owners.pop(tp.partition, None)
-            if owner is not None:
-                owner.close()
-            if self._standby is not None:
-                self._standby.release(tp.partition)
-        consumer.incremental_unassign(partitions)
 
     def _stop_if_denied(self, error: KafkaError) -> None:
         """A refused group or topic stops the leader: it would never be served (`run` raises)."""
@@ -353,7 +331,14 @@ class Leader:
         if denied is not None:
             raise denied
 
-    def _serve(self, consumer: Consumer, messages: list[Message]) -> None:
+    def _serve(self, consumer: Consumer, messages: list[Message]) -> MetalogError | None:
+        """Serve a batch: commands read from the topic and those submitted in-process.
+
+        Returns:
+            Why the leader joins the group again: `Fenced` (a newer owner took one
+            of its partitions: dropped here, the others served), `MembershipLost`.
+        """
+        fenced: Fenced | None = None
         inputs: dict[int, list[Input]] = defaultdict(list)
         consumed: dict[int, int] = {}
         for message in messages:
@@ -361,6 +346,8 @@ class Leader:
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
                     self._stop_if_denied(error)
+                    if error.fatal() or error.code() == KafkaError._FATAL:  # a dead consumer
+                        return MembershipLost(self.group_id, str(error))
                     log.warning("commands topic: %s", error)
                 continue
             partition, offset = message.partition() or 0, message.offset() or 0
@@ -388,11 +375,13 @@ class Leader:
             except TransactionFailed as exc:
                 log.warning("%s: re-reading commands from the last committed position", exc)
                 _fail(items, exc)
-                consumer.seek(TopicPartition(self.topics.commands, partition, _start(owner)))
-            except Fenced:
+                consumer.seek(TopicPartition(self.topics.commands, partition, start_offset(owner)))
+            except Fenced as exc:  # the batch's callers: NotLeader, or an unknown outcome
                 _fail(items, NotLeader("", partition))
-                raise
-            except ApplyError as exc:  # the log does not fold: nothing to decide on (recovery.md)
+                self._owners.pop(partition, None)
+                close_quietly(owner, self.leader_id)
+                fenced = fenced or exc
+            except (ApplyError, AccessDenied) as exc:  # the log does not fold, or access denied
                 _fail(items, exc)
                 raise
             except Exception as exc:  # not about leadership: this batch fails, the leader goes on
@@ -400,20 +389,11 @@ class Leader:
                 failure = TransactionFailed(f"partition {partition}: {type(exc).__name__}: {exc}")
                 owner.abandon(failure)
                 _fail(items, failure)
-                consumer.seek(TopicPartition(self.topics.commands, partition, _start(owner)))
+                consumer.seek(TopicPartition(self.topics.commands, partition, start_offset(owner)))
+        return fenced
 
 
 def _fail(items: list[Input], error: BaseException) -> None:
     for item in items:
         if item.on_reply is not None:
             item.on_reply(error)
-
-
-def _start(owner: PartitionOwner) -> int:
-    return owner.position if owner.position is not None else OFFSET_BEGINNING
-
-
-def _group_offset(consumer: Consumer, topic: str, partition: int) -> int | None:
-    """The group's committed offset (written only by batches that wrote no event)."""
-    committed = consumer.committed([TopicPartition(topic, partition)], timeout=10.0)[0]
-    return committed.offset if committed.offset >= 0 else None

@@ -79,6 +79,12 @@ class LeaderMetrics:
             "Partitions of the commands topic assigned to, revoked from or lost by this leader.",
             ["change"], registry=r,
         )  # fmt: skip
+        self.rejoins = Counter(
+            "metalog_leader_rejoins",
+            "Times this leader handed its partitions back and joined its group again, by "
+            "the error that made it (Fenced, TransactionFailed while taking a partition over).",
+            ["error"], registry=r,
+        )  # fmt: skip
         self.checkpoints = Counter(
             "metalog_leader_checkpoints_signed_total",
             "Signed checkpoints committed to the events topic.",
@@ -145,6 +151,10 @@ class LeaderMetrics:
     def recovered(self) -> None:
         """State was rebuilt from the log with a new producer after a failure."""
         self.last_failure = None
+
+    def rejoined(self, cause: BaseException) -> None:
+        """The leader left its group to join it again because of `cause`."""
+        self.rejoins.labels(type(cause).__name__).inc()
 
     def partitions(self, change: str, count: int) -> None:
         """`count` partitions were `assigned`, `revoked` or `lost`."""

@@ -32,3 +32,6 @@ class LeaderOptions:
     a takeover then reads only the log's last tail. Costs each such partition's images in memory."""
     standby_poll_s: float = 1.0
     """How often a warm standby reads the tails of the partitions it does not own."""
+    rejoin_backoff_s: float = 1.0
+    """How long a leader that was fenced, or could not take a partition over, waits before
+    it joins the group again (`producers.leader.group`)."""

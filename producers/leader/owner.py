@@ -143,12 +143,12 @@ class PartitionOwner:
                  self.partition, done - began, done - elected)  # fmt: skip
 
     def close(self) -> None:
-        """Commit what was decided, then drop the producer."""
+        """Commit what was decided, then drop the producer (a fenced one's flush may raise)."""
         self._committer.close()
         self.restarts.close()
-        if self._producer is not None:
-            self._producer.flush(1.0)
-            self._producer = None
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            producer.flush(1.0)
 
     def _adopt(self, rebuilt: Rebuilt) -> tuple[Batch, int]:
         """Take `rebuilt` as this owner's catalogs, restart point and position.

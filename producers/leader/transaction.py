@@ -14,7 +14,7 @@ from producers.leader.committer import Batch
 from producers.leader.isolation import refusal
 from producers.leader.options import LeaderOptions
 from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY
-from projector.kafka.security import KafkaSecurity, secured
+from projector.kafka.security import KafkaSecurity, access_error, secured
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +52,14 @@ def open_producer(
     """The partition's transactional producer, initialised: the last owner's is fenced.
 
     Raises:
+        AccessDenied: the principal may not use the transactional id (no retry mends it).
         TransactionFailed: `init_transactions` failed (the caller may try again).
     """
+    transactional_id = f"{topics.prefix}-leader-{partition}"
     producer = Producer(secured(
         {
             "bootstrap.servers": bootstrap,
-            "transactional.id": f"{topics.prefix}-leader-{partition}",
+            "transactional.id": transactional_id,
             "transaction.timeout.ms": options.transaction_timeout_ms,
             **TRANSACTIONAL_SETTINGS,
             **CLIENT_SETTINGS,  # through logging: `leader --json` stays JSON
@@ -67,6 +69,9 @@ def open_producer(
     try:
         producer.init_transactions(options.commit_timeout_s)
     except KafkaException as exc:
+        denied = access_error(exc.args[0], security, f"WRITE transactional id {transactional_id}")
+        if denied is not None:
+            raise denied from exc
         raise TransactionFailed(f"partition {partition}: init_transactions: {exc}") from exc
     return producer
 

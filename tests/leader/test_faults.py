@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from prometheus_client import CollectorRegistry
 
 from events.codec import decode_reply
 from events.intents import LeaderElected
@@ -21,12 +24,14 @@ from events.replies import Committed, Rejected
 from events.topics import COMMAND_ID_HEADER, REASON_HEADER, REPLY_TO_HEADER
 from events.values import Column
 from producers.client.client import MetadataClient
-from producers.errors import CommandOutcomeUnknown, Fenced, TransactionFailed
+from producers.errors import CommandOutcomeUnknown, TransactionFailed
+from producers.leader.group import Membership, consumer_settings
 from producers.leader.leader import Leader
-from producers.leader.owner import (
-    LeaderOptions,
-    PartitionOwner,
-)
+from producers.leader.log import read_events
+from producers.leader.metrics import LeaderMetrics
+from producers.leader.owner import LeaderOptions, PartitionOwner
+from producers.leader.rebuild import Rebuilt
+from projector.errors import SequenceGap
 from tests.fixtures.kafka import TopicSet
 from tests.follower.workload import wait_until
 from tests.leader.conftest import log_of
@@ -37,29 +42,50 @@ pytestmark = pytest.mark.integration
 COLUMNS = (Column(name="id", data_type="int64"),)
 
 
-def test_a_new_owner_fences_the_old_leader_and_nothing_it_writes_after_is_visible(
-    wire: TopicSet, leader: Leader, client: MetadataClient
+def test_a_fenced_leader_hands_its_partition_back_rejoins_its_group_and_serves_again(
+    wire: TopicSet, client: MetadataClient
 ) -> None:
-    client.create_table("public", "t", COLUMNS)
-    usurper = PartitionOwner(wire.bootstrap, wire.topics, 0, "usurper", LeaderOptions())
-    usurper.open()
+    registry = CollectorRegistry()
+    leader = Leader(wire.bootstrap, topics=wire.topics, leader_id="first",
+                    group_id=f"{wire.prefix}-leaders", metrics=LeaderMetrics(registry))  # fmt: skip
 
-    with pytest.raises(CommandOutcomeUnknown):
-        client.alter_table("public", "t", set_options={"ttl": "1d"}, timeout=8.0)
+    def rejoins() -> float | None:
+        return registry.get_sample_value("metalog_leader_rejoins_total", {"error": "Fenced"})
 
-    assert leader.wait_until_serving(timeout=10.0)  # wakes on failure too
-    assert isinstance(leader._failure, Fenced)
+    with leader:
+        assert leader.wait_until_serving(1, timeout=60.0)
+        client.create_table("public", "t", COLUMNS)
+        usurper = PartitionOwner(wire.bootstrap, wire.topics, 0, "usurper", LeaderOptions())
+        usurper.open()
+        try:
+            with MetadataClient.embedded(leader, catalog="greptime", actor="svc") as embedded, \
+                    pytest.raises(CommandOutcomeUnknown):  # fmt: skip
+                embedded.alter_table("public", "t", set_options={"ttl": "1d"},
+                                     command_id="fenced")  # fmt: skip
+            # Counted once it handed its partition back: owning it again means it rejoined.
+            wait_until(lambda: rejoins() == 1 and leader.owned == [0], timeout=60.0)
+            after = client.alter_table("public", "t", set_options={"ttl": "2d"}, timeout=30.0)
+        finally:
+            usurper.close()
+        assert leader.failure is None
+        assert leader._thread is not None and leader._thread.is_alive()
+
     log = log_of(wire)
-    assert isinstance(log[-1].intent, LeaderElected)
-    assert log[-1].intent.leader_id == "usurper"
-    assert [type(e.intent).__name__ for e in log] == [
-        "LeaderElected",
-        "TableCreated",
-        "LeaderElected",
-    ]
-    assert log[-1].leader_epoch == 2
+    # Nothing the fenced leader wrote (epoch 1) is after the usurper's election.
+    assert [(type(e.intent).__name__, e.leader_epoch) for e in log] == [
+        ("LeaderElected", 1), ("TableCreated", 1), ("LeaderElected", 2),
+        ("LeaderElected", 3), ("TableAltered", 3),
+    ]  # fmt: skip
+    assert [e.intent.leader_id for e in log if isinstance(e.intent, LeaderElected)] == [
+        "first", "usurper", "first",
+    ]  # fmt: skip
+    assert "fenced" not in [e.command_id for e in log]
+    assert after.resource_version == log[-1].resource_version
     check_history(log)
-    usurper.close()
+    failures = registry.get_sample_value("metalog_leader_commit_failures_total",
+                                         {"error": "Fenced"})  # fmt: skip
+    assert failures == 1
+    assert rejoins() == 1
 
 
 def _leader_process(
@@ -189,12 +215,12 @@ def _dlq(wire: TopicSet) -> list[dict[str, bytes]]:
 def test_a_failure_while_handing_partitions_back_at_close_is_a_warning_and_the_leader_stops_cleanly(
     wire: TopicSet, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def failing(self: Leader, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def failing(self: Membership, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         raise RuntimeError("the unassign was refused")
 
-    monkeypatch.setattr(Leader, "_on_revoke", failing)
+    monkeypatch.setattr(Membership, "on_revoke", failing)
     leader = Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders")
-    with caplog.at_level(logging.WARNING, logger="producers.leader.leader"):
+    with caplog.at_level(logging.WARNING, logger="producers.leader.group"):
         leader.start()
         assert leader.wait_until_serving(1, timeout=60.0)
         leader.stop()
@@ -204,19 +230,130 @@ def test_a_failure_while_handing_partitions_back_at_close_is_a_warning_and_the_l
     assert "leaving the group: RuntimeError: the unassign was refused" in caplog.text
 
 
-def test_a_partition_that_cannot_be_taken_over_stops_the_leader_with_the_reason(
+def test_an_owner_whose_close_fails_as_it_is_handed_back_is_a_warning_and_the_leader_serves_on(
+    topics: Callable[[int], TopicSet], caplog: pytest.LogCaptureFixture
+) -> None:
+    wire = topics(2)
+    registry = CollectorRegistry()
+    leader = Leader(wire.bootstrap, topics=wire.topics, leader_id="first",
+                    group_id=f"{wire.prefix}-leaders", metrics=LeaderMetrics(registry))  # fmt: skip
+    usurpers = [PartitionOwner(wire.bootstrap, wire.topics, p, "usurper", LeaderOptions())
+                for p in (0, 1)]  # fmt: skip
+    with caplog.at_level(logging.WARNING), leader:
+        assert leader.wait_until_serving(2, timeout=60.0)
+        on = {p: next(c for c in (f"c{n}" for n in range(100))
+                      if leader.layout.catalog_partition(c) == p) for p in (0, 1)}  # fmt: skip
+        for usurper in usurpers:
+            usurper.open()
+        # Partition 1's producer holds a record it has not sent when it learns it is fenced
+        # (as a commit cut off by the network may): its owner's close fails (`_FENCED`
+        # from the last flush) when partition 0's fence makes the leader hand both back.
+        producer = leader._owners[1]._producer
+        assert producer is not None
+        producer.begin_transaction()
+        producer.produce(wire.events, b"never sent", partition=1)
+        try:
+            with MetadataClient.embedded(leader, catalog=on[0], actor="svc") as embedded, \
+                    pytest.raises(CommandOutcomeUnknown):  # fmt: skip
+                embedded.create_table("public", "t", COLUMNS)
+            wait_until(lambda: registry.get_sample_value("metalog_leader_rejoins_total",
+                                                         {"error": "Fenced"}) == 1
+                       and leader.owned == [0, 1], timeout=60.0)  # fmt: skip
+            with MetadataClient.embedded(leader, catalog=on[1], actor="svc") as embedded:
+                served = embedded.create_table("public", "t", COLUMNS)
+        finally:
+            for usurper in usurpers:
+                usurper.close()
+        assert leader.failure is None
+        assert leader._thread is not None and leader._thread.is_alive()
+
+    assert "leader first: closing partition 1 failed (KafkaException: " in caplog.text
+    assert "_FENCED" in caplog.text
+    log = [e for e in read_events(wire.bootstrap, wire.events, 1) if e.catalog == on[1]]
+    assert [type(e.intent).__name__ for e in log] == ["LeaderElected", "TableCreated"]
+    assert served.resource_version == log[-1].resource_version
+    check_history(log)
+
+
+def test_a_static_leader_whose_consumer_is_fenced_by_its_instance_id_joins_again_and_serves(
+    wire: TopicSet, client: MetadataClient
+) -> None:
+    group = f"{wire.prefix}-leaders"
+    registry = CollectorRegistry()
+    leader = Leader(wire.bootstrap, topics=wire.topics, group_id=group, instance_id="leader-a",
+                    metrics=LeaderMetrics(registry))  # fmt: skip
+    with leader:
+        assert leader.wait_until_serving(1, timeout=60.0)
+        client.create_table("public", "t", COLUMNS)
+        # Another member with its group.instance.id takes its place: the leader's consumer
+        # is fenced for good (FENCED_INSTANCE_ID), as librdkafka's own rejoin can do to it.
+        intruder = Consumer(consumer_settings(wire.bootstrap, group, LeaderOptions(), "leader-a"))
+        intruder.subscribe([wire.commands])
+
+        def rejoined() -> bool:
+            intruder.poll(0.1)  # serves its join (until the leader fences it in turn)
+            lost = {"error": "MembershipLost"}
+            return registry.get_sample_value("metalog_leader_rejoins_total", lost) == 1 and (
+                leader.owned == [0])
+
+        try:
+            wait_until(rejoined, timeout=60.0)
+            after = client.alter_table("public", "t", set_options={"ttl": "1d"}, timeout=30.0)
+        finally:
+            with contextlib.suppress(KafkaException):  # fenced in turn by the leader
+                intruder.close()
+        assert leader.failure is None
+
+    log = log_of(wire)
+    assert [type(e.intent).__name__ for e in log] == [
+        "LeaderElected", "TableCreated", "LeaderElected", "TableAltered",
+    ]  # fmt: skip
+    assert after.resource_version == log[-1].resource_version
+    check_history(log)
+
+
+def test_a_partition_whose_producer_cannot_be_initialised_is_taken_after_a_rejoin(
+    wire: TopicSet, client: MetadataClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = PartitionOwner.open
+    tries: list[int] = []
+
+    def failing_once(self: PartitionOwner, warm: Rebuilt | None = None) -> None:
+        tries.append(self.partition)
+        if len(tries) == 1:  # as a CONCURRENT_TRANSACTIONS answer the broker gave once
+            raise TransactionFailed(f"partition {self.partition}: init_transactions: busy")
+        opened(self, warm)
+
+    monkeypatch.setattr(PartitionOwner, "open", failing_once)
+    registry = CollectorRegistry()
+    with Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders",
+                metrics=LeaderMetrics(registry)) as leader:  # fmt: skip
+        assert leader.wait_until_serving(1, timeout=60.0)
+        served = client.create_table("public", "t", COLUMNS, timeout=30.0)
+        assert leader.failure is None
+
+    assert tries == [0, 0]
+    assert registry.get_sample_value("metalog_leader_rejoins_total",
+                                     {"error": "TransactionFailed"}) == 1  # fmt: skip
+    log = log_of(wire)
+    assert [type(e.intent).__name__ for e in log] == ["LeaderElected", "TableCreated"]
+    assert served.resource_version == 2
+
+
+def test_a_partition_whose_log_does_not_fold_stops_the_leader_with_the_reason(
     wire: TopicSet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def failing(self: PartitionOwner, warm: object = None) -> None:
-        raise TransactionFailed(f"partition {self.partition}: init_transactions: timed out")
+    def failing(self: PartitionOwner, warm: Rebuilt | None = None) -> None:
+        raise SequenceGap(6, 7)
 
     monkeypatch.setattr(PartitionOwner, "open", failing)
     leader = Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders")
     with leader:
         assert leader.wait_until_serving(1, timeout=60.0)  # wakes on failure too
 
-    assert isinstance(leader._failure, TransactionFailed)
-    assert str(leader._failure) == "partition 0: init_transactions: timed out"
+    assert isinstance(leader.failure, SequenceGap)
+    assert leader._thread is not None and not leader._thread.is_alive()
+    assert [m.samples for m in leader.metrics.rejoins.collect()] == [[]]
 
 
 def test_poison_commands_are_answered_or_dead_lettered_and_the_leader_keeps_serving(

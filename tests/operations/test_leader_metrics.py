@@ -96,11 +96,32 @@ def test_a_leader_without_partitions_is_not_ready(
             assert value(scrape(second.url), "metalog_leader_partitions_owned") == 0
 
 
-def test_a_fenced_commit_makes_the_leader_not_ready_and_is_counted(
-    wire: TopicSet, served: tuple[Leader, MetricsServer]
+class _Watched(LeaderMetrics):
+    """A leader's metrics that also note its health when it starts to rejoin its group."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        super().__init__(registry)
+        self.url = ""
+        self.at_rejoin: list[tuple[tuple[int, str], tuple[int, str]]] = []
+
+    def rejoined(self, cause: BaseException) -> None:
+        super().rejoined(cause)  # its partitions are handed back by now, its back-off ahead
+        self.at_rejoin.append((get(f"{self.url}/readyz"), get(f"{self.url}/healthz")))
+
+
+def test_a_fenced_leader_is_alive_not_ready_until_it_owns_its_partition_again_and_is_counted(
+    wire: TopicSet,
 ) -> None:
-    leader, server = served
-    with MetadataClient.embedded(leader, catalog="greptime", actor="svc") as client:
+    registry = CollectorRegistry()
+    metrics = _Watched(registry)
+    leader = Leader(wire.bootstrap, topics=wire.topics, group_id=f"{wire.prefix}-leaders",
+                    metrics=metrics)  # fmt: skip
+    server = MetricsServer(registry, 0, ready=lambda: readiness(leader),
+                           live=lambda: liveness(leader))  # fmt: skip
+    with server, leader, MetadataClient.embedded(leader, catalog="greptime",
+                                                  actor="svc") as client:  # fmt: skip
+        metrics.url = server.url  # its port is picked when it starts
+        assert leader.wait_until_serving(1, timeout=60.0)
         client.create_table("public", "t", COLUMNS)
         assert get(f"{server.url}/readyz")[0] == 200
         usurper = PartitionOwner(wire.bootstrap, wire.topics, 0, "usurper", LeaderOptions())
@@ -108,16 +129,21 @@ def test_a_fenced_commit_makes_the_leader_not_ready_and_is_counted(
         try:
             with pytest.raises(CommandOutcomeUnknown):
                 client.alter_table("public", "t", set_options={"ttl": "1d"}, timeout=8.0)
-            wait_until(lambda: leader.failure is not None)
+            wait_until(lambda: len(metrics.at_rejoin) == 1 and leader.owned == [0], timeout=60.0)
         finally:
             usurper.close()
+        client.alter_table("public", "t", set_options={"ttl": "2d"})
+        ready, live = get(f"{server.url}/readyz"), get(f"{server.url}/healthz")
+        families = scrape(server.url)
 
-    status, body = get(f"{server.url}/readyz")
-    assert status == 503
-    assert "Fenced" in body
-    assert get(f"{server.url}/healthz")[0] == 503
-    families = scrape(server.url)
+    (ready_then, why), (live_then, _) = metrics.at_rejoin[0]
+    assert ready_then == 503 and "again after Fenced" in why
+    assert live_then == 200
+    assert ready[0] == 200 and live[0] == 200
+    assert leader.failure is None
     assert value(families, "metalog_leader_commit_failures_total", error="Fenced") == 1
+    assert value(families, "metalog_leader_rejoins_total", error="Fenced") == 1
+    assert value(families, "metalog_leader_partition_changes_total", change="assigned") == 2
 
 
 def test_metalog_leader_serves_its_metrics_on_the_port_given(wire: TopicSet) -> None:
