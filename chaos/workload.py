@@ -25,7 +25,7 @@ from producers.client.client import MetadataClient
 from producers.errors import CommandRejected
 from projector.fold.image import Image
 from projector.follower.follower import Follower
-from projector.kafka.clients import decided_ends
+from projector.kafka.partition import decided_ends
 
 SCHEMA = "public"
 COLUMNS = (Column(name="id", data_type="int64"),)

@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from confluent_kafka import KafkaException
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from projector.kafka.clients import high_watermarks
+from projector.kafka.errors import READ_FAILURES
+from projector.kafka.partition import high_watermarks
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from streaming.layout import COMPACTION
 
@@ -127,7 +127,7 @@ class ProjectionMetrics(Collector):
             return math.nan
         try:
             log = high_watermarks(bootstrap, topic, tuple(sorted(ends)), security)
-        except KafkaException:
+        except READ_FAILURES:
             return math.nan
         if all(ends[p] >= end for p, end in log.items()):
             return 0.0

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException
 from rich.console import Console
 
 from events.checkpoint import Checkpoint, parse_note, render_time
@@ -26,7 +25,6 @@ from projector.audit.raw import NotAnEvent, parse
 from projector.audit.read import Batch, Record, TopicLog, batched, verify_batches
 from projector.audit.verify import Verifier
 from projector.checkpoint_keys import KeyFileError, load_public_key, public_pem, read_public_key
-from projector.kafka.errors import kafka_error
 
 
 def _source(args: argparse.Namespace) -> tuple[Iterator[Record], dict[int, int]]:
@@ -78,8 +76,6 @@ def _run(args: argparse.Namespace, key: Any, fold: bool) -> tuple[Verifier, Repo
     verifier, batches = _verifier(args, key, fold)
     try:
         report = verify_batches(counted(batches, progress, _records), verifier)
-    except KafkaException as exc:
-        raise kafka_error(exc, args.bootstrap) from exc
     finally:
         progress.close()
     return verifier, report, time.perf_counter() - started
@@ -184,11 +180,8 @@ def _export(args: argparse.Namespace) -> int:
                 latest[raw.catalog] = raw.checkpoint()
             yield partition, offset, value
 
-    try:
-        manifest = write_bundle(Path(args.to), Topics(args.prefix).events, noting(), ends,
-                                latest, None if key is None else public_pem(key))  # fmt: skip
-    except KafkaException as exc:
-        raise kafka_error(exc, args.bootstrap) from exc
+    manifest = write_bundle(Path(args.to), Topics(args.prefix).events, noting(), ends,
+                            latest, None if key is None else public_pem(key))  # fmt: skip
     document = {"path": args.to, "records": manifest["records"],
                 "catalogs": sorted(manifest["catalogs"]), "checkpoints": len(latest),
                 "public_key": key is not None}  # fmt: skip

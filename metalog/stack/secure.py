@@ -37,7 +37,7 @@ from events.topics import Topics
 from metalog.errors import StackError
 from metalog.stack.config import StackConfig
 from metalog.stack.tls import write_certificates, write_owner_only
-from projector.kafka.clients import CLIENT_SETTINGS
+from projector.kafka.clients import CLIENT_SETTINGS, FOLLOWER_GROUP, READER_GROUP
 from projector.kafka.security import ROLES, KafkaSecurity, load_credentials, secured
 
 MECHANISM = "SCRAM-SHA-512"
@@ -45,10 +45,10 @@ PRINCIPALS_ENV = "METALOG_PRINCIPALS"
 """Renames principals: ``leader=svc-leader,client=app`` (roles not named keep their role name)."""
 
 
-READER_GROUPS = "metalog-reader-"
+READER_GROUPS = f"{READER_GROUP}-"
 """The consumer groups of one-off log readers (`producers.leader.log.read_partition`)."""
-FOLLOWER_GROUPS = "metalog-follower-"
-"""The consumer groups of followers (`projector.kafka.clients.new_consumer`)."""
+FOLLOWER_GROUPS = f"{FOLLOWER_GROUP}-"
+"""The consumer groups of followers and whole-log readers (`projector.kafka.partition`)."""
 CLIENT_GROUPS = "client-"
 """The consumer groups of `MetadataClient`s: their default client ids."""
 PROJECTOR_GROUPS = "spark-kafka-source-"

@@ -9,7 +9,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, cast
 
-from confluent_kafka import KafkaException
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 from events import commands as c
@@ -19,8 +18,7 @@ from events.values import Column, TableRouteValue
 from producers.client.channel import Channel, CommandChannel
 from producers.client.embedded import LeaderChannel
 from producers.decide.rules import validate
-from producers.errors import CommandOutcomeUnknown, rejection_from_reply
-from producers.kafka.errors import write_error
+from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, rejection_from_reply
 from producers.leader.ids import random_uuid
 from producers.leader.leader import Leader
 from producers.leader.log import read_partition
@@ -277,6 +275,10 @@ class MetadataClient:
 
         Without `snapshot_dir`, or a snapshot of the catalog's partition there,
         the catalog's whole partition is replayed.
+
+        Raises:
+            LeaderUnavailable: The cluster or the events topic cannot be reached.
+            AccessDenied: The cluster refused the client's principal.
         """
         name = catalog or self.catalog
         tp = self._channel.layout().events_partition(name)
@@ -284,16 +286,12 @@ class MetadataClient:
         found = None if self.snapshot_dir is None else load_newest(self.snapshot_dir, name)
         if found is not None and (found[1].topic, found[1].partition) == (tp.topic, tp.partition):
             image, start = found[0], found[1].next_offset
-        try:
-            read = read_partition(self.bootstrap, tp.topic, tp.partition, start,
-                                  security=self.security)
-            if start > read.end:  # a snapshot of another log: replay this one
-                image = Image.empty(name)
-                read = read_partition(self.bootstrap, tp.topic, tp.partition,
-                                      security=self.security)
-        except KafkaException as exc:
-            raise write_error(exc, self.bootstrap, security=self.security,
-                              operation=f"READ {tp.topic}") from exc
+        read = read_partition(self.bootstrap, tp.topic, tp.partition, start,
+                              security=self.security, unavailable=LeaderUnavailable)
+        if start > read.end:  # a snapshot of another log: replay this one
+            image = Image.empty(name)
+            read = read_partition(self.bootstrap, tp.topic, tp.partition,
+                                  security=self.security, unavailable=LeaderUnavailable)
         # Events already in a snapshot's image are duplicates to `replay`.
         return replay(image, [e for e in read.events if e.catalog == name])
 

@@ -1,21 +1,23 @@
-"""Reading a catalog's committed log back from the events topic."""
+"""Reading a catalog's committed log back from the events topic: a leader's rebuild, a
+client's image (through the one reader, `projector.kafka.partition`)."""
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Message
 
 from events.codec import decode_event, decode_event_dict
 from events.errors import DecodeError
 from events.event import Event
 from events.topics import COMMANDS_OFFSET_HEADER
-from projector.kafka.clients import DeadLetter, watermarks
-from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
+from projector.errors import ClusterUnavailable
+from projector.kafka.clients import ONE_OFF_READ, READER_GROUP, DeadLetter
+from projector.kafka.partition import PartitionReader, Unavailable
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,7 @@ def read_events(
 def read_partition(
     bootstrap: str, topic: str, partition: int, start: int = 0,
     covered: Mapping[str, int] | None = None, security: KafkaSecurity = PLAINTEXT,
+    unavailable: Unavailable = ClusterUnavailable,
 ) -> PartitionLog:  # fmt: skip
     """Every committed event of one events partition from `start` and the commands position.
 
@@ -70,53 +73,40 @@ def read_partition(
     An event of a catalog at or below its resource_version in `covered` (an
     image holds it already) is only decoded, not validated, and only its
     command's outcome is kept: validation is two thirds of decoding.
+    The read ends at the first end of partition (read_committed: the last stable offset).
+
+    Raises:
+        ClusterUnavailable: The cluster or the topic cannot be reached (or `unavailable`,
+            the caller's kind of it).
+        AccessDenied: The cluster refused the principal.
     """
     covered = covered or {}
-    consumer = Consumer(secured(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"metalog-reader-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            # The end of the partition is reported by a fetch that found nothing new: with
-            # the default 500 ms wait every read (a takeover's) took half a second more.
-            "fetch.wait.max.ms": 10,
-        },
-        security,
-    ))
     read = PartitionLog()
+    with PartitionReader(bootstrap, topic, security, read=ONE_OFF_READ, group=READER_GROUP,
+                         unavailable=unavailable) as reader:  # fmt: skip
+        low, read.end = reader.bounds(partition)
+        span = reader.read(partition, max(low, start), read.end, settle=0)
+        for run in span:
+            for message in run:
+                _take(message, covered, read)
+        read.end = span.reached
+    return read
+
+
+def _take(message: Message, covered: Mapping[str, int], read: PartitionLog) -> None:
+    """Decode one record into `read`, or keep it in `read.unreadable` (with the reason)."""
+    raw = message.value() or b""
     try:
-        low, high = watermarks(consumer, TopicPartition(topic, partition))
-        read.end = high
-        if high <= max(low, start):
-            return read
-        consumer.assign([TopicPartition(topic, partition, max(low, start))])
-        while True:
-            message = consumer.poll(1.0)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    eof = message.offset()  # read_committed: the last stable offset
-                    read.end = read.end if eof is None else eof
-                    return read
-                raise KafkaException(error)
-            raw = message.value() or b""
-            try:
-                _decode(raw, covered, read)
-            except DecodeError as exc:
-                offset = message.offset() or 0
-                log.warning("%s/%d offset %d is not an event: %s", topic, partition, offset,
-                            exc.reason)  # fmt: skip
-                read.unreadable.append(DeadLetter(partition, offset, raw, exc.reason))
-                continue
-            position = _commands_offset(message)
-            if position is not None:
-                read.commands_offset = max(position, read.commands_offset or 0)
-    finally:
-        consumer.close()
+        _decode(raw, covered, read)
+    except DecodeError as exc:
+        offset, partition = message.offset() or 0, message.partition() or 0
+        log.warning("%s/%d offset %d is not an event: %s", message.topic(), partition, offset,
+                    exc.reason)  # fmt: skip
+        read.unreadable.append(DeadLetter(partition, offset, raw, exc.reason))
+        return
+    position = _commands_offset(message)
+    if position is not None:
+        read.commands_offset = max(position, read.commands_offset or 0)
 
 
 def _decode(raw: bytes, covered: Mapping[str, int], read: PartitionLog) -> None:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Producer
 from opentelemetry.trace import Span, Tracer
 
 from events.intents import CheckpointSigned
@@ -26,6 +26,7 @@ from producers.leader.rebuild import Rebuilt, make_catalog, take_over, warm_up
 from producers.leader.restart import RestartPoint, RestartPoints
 from producers.leader.traces import commit_spans, decide_span, event_headers, now_ns
 from producers.leader.transaction import commit, crash_point, open_producer
+from projector.kafka.errors import READ_FAILURES
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.telemetry.tracing import trace_id_of, tracer
 
@@ -191,7 +192,7 @@ class PartitionOwner:
             rebuilt = warm_up(self.bootstrap, self.topics.events, self.partition, committed,
                               self._catalog, catalogs=self.catalogs, security=self.security)
             batch, dead_through = self._adopt(rebuilt)
-        except KafkaException as exc:
+        except READ_FAILURES as exc:
             raise TransactionFailed(
                 f"partition {self.partition}: rebuilding from the log: {exc}"
             ) from exc

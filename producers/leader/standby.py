@@ -17,12 +17,11 @@ import threading
 import time
 from pathlib import Path
 
-from confluent_kafka import KafkaException
-
 from producers.leader.options import LeaderOptions
 from producers.leader.owner import stamp_now
 from producers.leader.rebuild import NewCatalog, Rebuilt, catch_up, make_catalog, warm_up
 from producers.leader.restart import RestartPoint, snapshot_start
+from projector.kafka.errors import READ_FAILURES
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 __all__ = ["Standby"]
@@ -117,7 +116,7 @@ class Standby:
                         continue
                     try:
                         self._keep(partition)
-                    except KafkaException as exc:  # the next poll tries again
+                    except READ_FAILURES as exc:  # the next poll tries again
                         log.warning("standby: partition %d: %s", partition, exc)
                     except Exception:  # half-folded: drop it (a takeover starts cold)
                         log.exception("standby: partition %d dropped", partition)

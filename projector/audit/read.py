@@ -1,9 +1,9 @@
 """Reading the events topic as raw records for the audit, partition by partition.
 
-The follower's consumer (`projector.kafka.clients.new_consumer`: read_committed,
-no commits, partition EOF events) with bulk fetch settings, assigned to one
-partition at a time from its low watermark to its end (`clients.decided_ends`:
-what was committed before the read began), in batches.
+The one reader of a partition (`projector.kafka.partition.PartitionReader`:
+read_committed, no commits) with bulk fetch settings, reading one partition at a
+time from its low watermark to its end (`decided_ends`: what was committed
+before the read began), in batches. Kafka's failures come out as metalog errors.
 
 A big log is read in a child process: consuming a record costs about as much
 as checking it, so the child consumes and ships each batch as one block of
@@ -19,8 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, pairwise
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka import TopicPartition as KafkaPartition
+from confluent_kafka import KafkaError
 
 from events.errors import MetalogError
 from projector.audit.consume import Span, batches
@@ -28,14 +27,9 @@ from projector.audit.faults import Report
 from projector.audit.verify import Verifier
 from projector.heap import collector_paused
 from projector.kafka.child import start_child
-from projector.kafka.clients import (
-    BULK_READ,
-    decided_ends,
-    new_consumer,
-    partition_count,
-    watermarks,
-)
+from projector.kafka.clients import BULK_READ
 from projector.kafka.errors import kafka_error
+from projector.kafka.partition import PartitionReader
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 Record = tuple[int, int, bytes, bool]
@@ -84,29 +78,24 @@ class TopicLog:
     def batches(self, hashing: bool = True) -> Iterator[Batch]:
         """Every committed record in batches of one partition, partition by partition (see
         `Batch`; `hashed` as in `hashed_records`)."""
-        consumer = new_consumer(self.bootstrap, self.security, BULK_READ)
-        try:
-            count = partition_count(consumer, self.topic) or 0
-            ends = decided_ends(self.bootstrap, self.topic, range(count), self.security)
+        with PartitionReader(self.bootstrap, self.topic, self.security,
+                             read=BULK_READ) as reader:  # fmt: skip
+            count = reader.partitions() or 0
             spans = []
-            for partition, high in ends.items():
-                low = watermarks(consumer, KafkaPartition(self.topic, partition))[0]
+            for partition, high in reader.decided_ends(range(count)).items():
+                low = reader.bounds(partition)[0]
                 self.ends[partition] = high
                 if high > low:
                     spans.append((partition, low, high))
             if sum(high - low for _, low, high in spans) < self.child_from:
-                for partition, batch in batches(consumer, self.topic, spans, self.ends):
+                for partition, batch in batches(reader, spans, self.ends):
                     yield (partition, [o for o, _ in batch], [v for _, v in batch],
                            bytes(len(batch)))  # fmt: skip
                 return
-        except KafkaException as exc:
-            raise self._failed(exc) from exc
-        finally:
-            consumer.close()
         yield from self._from_child(spans, hashing)
 
-    def _failed(self, failure: KafkaException | KafkaError) -> MetalogError:
-        """A failed read in metalog's words (the one error table)."""
+    def _failed(self, failure: KafkaError) -> MetalogError:
+        """The child's failed read in metalog's words (the one error table)."""
         return kafka_error(failure, self.bootstrap, security=self.security,
                            operation=f"READ {self.topic}")  # fmt: skip
 

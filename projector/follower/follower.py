@@ -233,6 +233,10 @@ class Follower:
         open below the target (a producer that died in it) holds the wait until the
         broker aborts it, or until `timeout`. False on timeout or failure, and when it did
         not connect within `timeout` (it has no partitions to be caught up on).
+
+        Raises:
+            ClusterUnavailable: The cluster did not answer when asked for the ends.
+            AccessDenied: The cluster refused the follower's principal.
         """
         deadline = time.monotonic() + timeout
         with self._changed:

@@ -24,7 +24,9 @@ from prometheus_client.registry import Collector
 
 from events.topics import Topics
 from projector.follower.feed import FeedStats
-from projector.kafka.clients import high_watermarks, new_consumer, watermarks
+from projector.kafka.clients import new_consumer, watermarks
+from projector.kafka.errors import READ_FAILURES
+from projector.kafka.partition import high_watermarks
 from projector.kafka.security import KafkaSecurity
 
 APPLY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
@@ -106,7 +108,7 @@ def behind(follower: Followed, probe: Consumer | None = None) -> dict[str, Behin
                                    follower.security) if partitions else {}  # fmt: skip
         else:
             ends = {p: watermarks(probe, TopicPartition(topic, p), 5.0)[1] for p in partitions}
-    except KafkaException:
+    except (KafkaException, *READ_FAILURES):  # the probe's raw error, or the one table's
         ends = {}
     now = datetime.now(UTC)
     lags: dict[str, Behind] = {}

@@ -5,24 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message
-from confluent_kafka import TopicPartition as KafkaPartition
+from confluent_kafka import OFFSET_BEGINNING, Message
 from opentelemetry.trace import SpanKind, Tracer
 
 from events.codec import decode_event
-from events.errors import DecodeError, MetalogError
+from events.errors import DecodeError
 from events.topics import Topics, partition_for
-from projector.errors import AccessDenied, FollowerStopped
+from projector.errors import FollowerStopped
 from projector.follower.feed import CatalogFeed
-from projector.kafka.clients import (
-    DeadLetter,
-    DeadLetters,
-    high_watermarks,
-    new_consumer,
-    next_batch,
-    partition_count,
-)
-from projector.kafka.errors import kafka_error
+from projector.kafka.clients import DeadLetter, DeadLetters
+from projector.kafka.partition import PartitionReader, decided_ends
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.telemetry.tracing import header, parent, tracer
 
@@ -55,12 +47,11 @@ class Tail:
         self.feeds = feeds
         self.next: dict[int, int] = {}
         self.high: dict[int, int] = {}
-        self.end: dict[int, int] = {}
-        """Partition → the offset at which its committed end was last reached."""
         self._starts = starts
-        self._bootstrap = bootstrap
-        self._security = security
-        self._consumer = new_consumer(bootstrap, security)
+        self._reader = PartitionReader(bootstrap, topics.events, security,
+                                       unavailable=_stopped)  # fmt: skip
+        self.end: dict[int, int] = self._reader.eof
+        """Partition → the offset at which its committed end was last reached."""
         self._letters = DeadLetters(bootstrap, topics.dlq, topics.events, security)
 
     def connect(self, stopped: Callable[[], bool] = lambda: False) -> bool:
@@ -73,12 +64,7 @@ class Tail:
             FollowerStopped: The cluster or the events topic cannot be reached.
             AccessDenied: The cluster refused the follower's principal.
         """
-        try:
-            count = partition_count(self._consumer, self.topics.events, stopped=stopped)
-        except KafkaException as exc:
-            if self._security.username is not None:
-                self._consumer.poll(0)  # serves a refused sign-in's report (`secured`)
-            raise self._stopped(exc) from exc
+        count = self._reader.partitions(stopped=stopped)
         if count is None:
             return False
         starts: dict[int, int] = {}
@@ -89,8 +75,7 @@ class Tail:
             earlier = starts.get(feed.partition)
             starts[feed.partition] = offset if earlier is None else min(earlier, offset)
             self.next.setdefault(feed.partition, max(start, 0))
-        assigned = [KafkaPartition(self.topics.events, p, o) for p, o in starts.items()]
-        self._consumer.assign(assigned)
+        self._reader.assign(starts)
         return True
 
     def step(self, max_batch: int, timeout: float = 0.1) -> bool:
@@ -101,58 +86,36 @@ class Tail:
             FollowerStopped: A fatal consumer error.
             AccessDenied: The cluster refused the follower's principal.
         """
-        messages = next_batch(self._consumer, max_batch, timeout)
-        for message in messages:
-            self._handle(message)
+        messages = self._reader.fetch(max_batch, timeout)
+        for run in self._reader.runs(messages, live=True):
+            for message in run:
+                self._handle(message)
         for partition in self.next:
-            tp = KafkaPartition(self.topics.events, partition)
-            _, high = self._consumer.get_watermark_offsets(tp, cached=True)
+            high = self._reader.cached_high(partition)
             if high >= 0:
                 self.high[partition] = high
         return bool(messages)
-
-    def high_watermarks(self) -> dict[int, int]:
-        """Each followed partition's high watermark, asked of the broker now.
-
-        A consumer of its own: the tail's consumer blocks other threads while it polls.
-        """
-        return high_watermarks(
-            self._bootstrap, self.topics.events, tuple(self.next), self._security
-        )
 
     def decided_ends(self) -> dict[int, int]:
         """Each followed partition's end with undecided transactions' records included,
         asked of the broker now: every write acknowledged before this call lies below it
         (a read_committed consumer's own end, the last stable offset, may not yet reach a
-        just-committed transaction whose markers are being written)."""
-        return high_watermarks(
-            self._bootstrap, self.topics.events, tuple(self.next), self._security,
-            committed=False,
-        )
+        just-committed transaction whose markers are being written).
+
+        Raises:
+            ClusterUnavailable: The cluster does not answer.
+            AccessDenied: The cluster refused the follower's principal.
+        """
+        reader = self._reader
+        return decided_ends(reader.bootstrap, reader.topic, tuple(self.next), reader.security)
 
     def close(self) -> None:
         """Close the consumer and the DLQ producer."""
-        self._consumer.close()
+        self._reader.close()
         self._letters.close()
 
-    def _stopped(self, failure: KafkaException | KafkaError) -> MetalogError:
-        """Why the follower cannot go on reading, in metalog's words (the one error table)."""
-        cause = kafka_error(failure, self._bootstrap, security=self._security,
-                            operation=f"READ {self.topics.events}")  # fmt: skip
-        if isinstance(cause, AccessDenied):
-            return cause
-        return FollowerStopped(f"the follower stopped: {cause}")
-
     def _handle(self, message: Message) -> None:
-        error = message.error()
-        if error is not None:
-            if error.fatal():
-                raise self._stopped(error)
-            if error.code() == KafkaError._PARTITION_EOF:
-                self.end[message.partition() or 0] = message.offset() or 0
-            else:
-                log.warning("events topic: %s", error)
-            return
+        """Offer one record (an error event is `PartitionReader.runs`'s) to its catalog's feed."""
         partition, offset = message.partition() or 0, message.offset() or 0
         self.next[partition] = offset + 1
         key = message.key()
@@ -180,3 +143,9 @@ class Tail:
             attributes={"metalog.resource_version": event.resource_version},
         ):  # fmt: skip
             self._letters.send(feed.offer(event, offset, raw), key)
+
+
+def _stopped(cause: str) -> FollowerStopped:
+    """Why the follower cannot go on reading (the one error table's words for an unreachable
+    cluster or a missing topic; a refusal stays `AccessDenied`)."""
+    return FollowerStopped(f"the follower stopped: {cause}")

@@ -1,8 +1,9 @@
-"""Kafka plumbing: a read_committed consumer, watermarks, partition counts, the DLQ.
+"""Kafka plumbing: client settings, a read_committed consumer, watermarks, the DLQ.
 
 The follower's, and the leader's and clients' where they need the same: the
 leader writes its DLQ records (unreadable commands, unreadable events met in a
-rebuild) with `dead_letter_record`, inside its transactions.
+rebuild) with `dead_letter_record`, inside its transactions. Reading the events
+topic is `projector.kafka.partition`'s (the one reader of a catalog's partition).
 """
 
 from __future__ import annotations
@@ -10,9 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import compress
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
@@ -77,6 +76,18 @@ BULK_READ: dict[str, Any] = {
 fetches and a deep prefetch queue, so `consume` finds a full batch waiting; about twice the
 default's rate on a 1M-record log."""
 
+ONE_OFF_READ: dict[str, Any] = {"fetch.wait.max.ms": 10}
+"""Fetch settings for a short read to a partition's end (a leader's rebuild, a client's
+image): the end of the partition is reported by a fetch that found nothing new, and with
+a longer wait every read (a takeover's) took that much more."""
+
+FOLLOWER_GROUP = "metalog-follower"
+"""The prefix of a follower's (and a whole-log reader's) consumer group: the ACLs grant
+groups by prefix (`metalog.stack.secure`); no offsets are committed under it."""
+
+READER_GROUP = "metalog-reader"
+"""The prefix of a one-off reader's consumer group (a leader's rebuild, a client's image)."""
+
 DECODED_READ: dict[str, Any] = {**BULK_READ, "max.partition.fetch.bytes": 4 << 20}
 """`BULK_READ` for a reader that decodes each record as it comes (a replay: ≈ 30 µs an
 event, ≈ 15 MB/s): fetches of 4 MB stay well ahead of it, and its first records arrive
@@ -86,23 +97,24 @@ parsed them all)."""
 
 def new_consumer(
     bootstrap: str, security: KafkaSecurity = PLAINTEXT, read: dict[str, Any] | None = None,
-    committed: bool = True,
+    committed: bool = True, group: str = FOLLOWER_GROUP,
 ) -> Consumer:  # fmt: skip
     """A consumer that reads committed records only and never commits offsets (it assigns).
 
     Args:
         bootstrap: `host:port` of the cluster.
         security: How it signs in.
-        read: Fetch settings for a whole log, not the tail: `BULK_READ` or `DECODED_READ`.
+        read: Fetch settings other than the tail's: `BULK_READ`, `DECODED_READ`, `ONE_OFF_READ`.
         committed: False: read (and see the high watermarks of) undecided
-            transactions' records too; only `decided_ends` does.
+            transactions' records too; only `partition.decided_ends` does.
+        group: The prefix of its consumer group's name (`FOLLOWER_GROUP`, `READER_GROUP`).
     """
     return Consumer(
         secured(
             {
                 "bootstrap.servers": bootstrap,
                 **CLIENT_SETTINGS,
-                "group.id": f"metalog-follower-{uuid.uuid4()}",
+                "group.id": f"{group}-{uuid.uuid4()}",
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "isolation.level": "read_committed" if committed else "read_uncommitted",
@@ -129,91 +141,16 @@ def next_batch(consumer: Consumer, size: int, wait: float) -> list[Message]:
     return [first, *consumer.consume(size - 1, timeout=0)]
 
 
-def high_watermarks(
-    bootstrap: str, topic: str, partitions: tuple[int, ...], security: KafkaSecurity = PLAINTEXT,
-    committed: bool = True,
-) -> dict[int, int]:
-    """The high watermark of each partition, from a short-lived consumer: the last stable
-    offset, or with `committed=False` the end with undecided transactions included."""
-    consumer = new_consumer(bootstrap, security, committed=committed)
-    try:
-        return {p: watermarks(consumer, KafkaPartition(topic, p))[1] for p in partitions}
-    finally:
-        consumer.close()
-
-
-SETTLE = 10.0
-"""Seconds a whole-log read waits for the transactions below its `decided_ends` to be decided."""
-
-
-def decided_ends(bootstrap: str, topic: str, partitions: range,
-                 security: KafkaSecurity = PLAINTEXT) -> dict[int, int]:  # fmt: skip
-    """Each partition's high watermark, undecided transactions' records included: the end
-    a read_committed read of the whole log reaches once every transaction written so far
-    is decided.
-
-    A read_committed consumer's own watermark (and its end of partition) is the last
-    stable offset: a transaction's commit returns before the broker writes its markers,
-    so right after a commit that end can still lie before the committed records. A read
-    that must see everything committed before it started reads to these ends, waiting up
-    to `SETTLE` seconds for them (a producer that died mid-transaction holds its
-    transaction open until the broker aborts it; the read then ends where the committed
-    records end).
-    """
-    consumer = new_consumer(bootstrap, security, committed=False)
-    try:
-        return {p: watermarks(consumer, KafkaPartition(topic, p))[1] for p in partitions}
-    finally:
-        consumer.close()
-
-
-class DecidedRead:
-    """An assigned partition's committed messages up to `end` (a `decided_ends` end), a
-    run of a fetched batch at a time (a run holds no error event), waiting up to `SETTLE`
-    seconds for the transactions below `end` to be decided.
-
-    Args:
-        consumer: A read_committed consumer, assigned the one partition to read.
-        end: Where the read ends once every transaction below it is decided.
-        size: Messages taken per fetch.
-
-    Attributes:
-        eof: Where the committed records ended when the read stopped (None until an end
-            of partition is seen): `end`, or less when a transaction stayed undecided.
-
-    Raises:
-        KafkaException: The cluster failed a fetch (while iterating).
-    """
-
-    def __init__(self, consumer: Consumer, end: int, size: int) -> None:
-        self.consumer, self.end, self.size = consumer, end, size
-        self.eof: int | None = None
-
-    def __iter__(self) -> Iterator[list[Message]]:
-        settled = 0.0  # the wait for undecided transactions ends, from the first EOF on
-        while self.eof is None or (self.eof < self.end and time.monotonic() < settled):
-            messages = next_batch(self.consumer, self.size, 1.0)
-            start = 0
-            for at in [*compress(range(len(messages)), map(Message.error, messages)), None]:
-                if messages[start:at]:  # the messages up to the next error event (or all)
-                    yield messages[start:at]
-                if at is None:
-                    break
-                error = messages[at].error()
-                assert error is not None
-                if error.code() != KafkaError._PARTITION_EOF:
-                    raise KafkaException(error)
-                settled = settled or time.monotonic() + SETTLE
-                self.eof = messages[at].offset() or 0
-                start = at + 1
-
-
 def watermarks(consumer: Consumer, tp: KafkaPartition, timeout: float = 15.0) -> tuple[int, int]:
     """The low and high offsets of a partition, waiting out a topic that is still being created.
 
     Right after topic creation a broker may answer "not leader" for a moment:
     that is retried, anything else is raised at once. (librdkafka does not mark
     the error it raises here retriable, so the codes are named.)
+
+    Raises:
+        KafkaException: For the caller to put in metalog's words (`projector.kafka.errors`):
+            a reader asks `partition.PartitionReader.bounds`, which does.
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -236,48 +173,6 @@ _NOT_READY_YET = frozenset(
         KafkaError._UNKNOWN_PARTITION,
     }
 )
-
-
-def partition_count(
-    consumer: Consumer,
-    topic: str,
-    timeout: float = 15.0,
-    stopped: Callable[[], bool] = lambda: False,
-) -> int | None:
-    """The number of partitions of `topic`, waiting out a topic still being created.
-
-    The cluster is asked in short rounds, so a caller that is told to stop
-    (`stopped()` turns true) gets None within one round rather than `timeout`.
-
-    Raises:
-        KafkaException: The cluster did not answer, or the topic did not show
-            up, within `timeout`.
-    """
-    deadline = time.monotonic() + timeout
-    while not stopped():
-        left = deadline - time.monotonic()
-        try:
-            metadata = consumer.list_topics(topic, timeout=max(min(left, _ROUND_S), 0.001))
-        except KafkaException as exc:
-            if exc.args[0].code() not in _NOT_ANSWERED or left <= 0:
-                raise
-            continue
-        found = metadata.topics.get(topic)
-        if found is not None and found.error is None and found.partitions:
-            return len(found.partitions)
-        if left <= 0:
-            raise KafkaException(
-                f"topic `{topic}` does not exist: run `metalog up` or create the topics first"
-            )
-        time.sleep(0.2)
-    return None
-
-
-_ROUND_S = 0.5
-"""How long one metadata request of `partition_count` may wait for the cluster."""
-
-_NOT_ANSWERED = frozenset({KafkaError._TRANSPORT, KafkaError._TIMED_OUT})
-"""What a metadata request ends with when no broker answered within its round."""
 
 
 DeadLetterHeaders = list[tuple[str, str | bytes | None]]

@@ -14,10 +14,12 @@ operation: retrying cannot help.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from confluent_kafka import KafkaError, KafkaException
 
 from events.errors import MetalogError
-from projector.errors import ClusterUnavailable
+from projector.errors import AccessDenied, ClusterUnavailable
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error
 
 _UNREACHABLE = (
@@ -52,6 +54,11 @@ unavailable), and the message of the metalog error raised instead."""
 
 _ANY_OTHER = (False, "the Kafka cluster at {bootstrap} failed a request ({reason})")
 
+READ_FAILURES = (ClusterUnavailable, AccessDenied)
+"""What a read (`projector.kafka.partition`) raises when Kafka fails it, unless its caller
+names an `unavailable` error that is no `ClusterUnavailable` (the follower's
+`FollowerStopped`)."""
+
 
 def kafka_error(
     exc: KafkaException | KafkaError,
@@ -60,8 +67,8 @@ def kafka_error(
     *,
     security: KafkaSecurity = PLAINTEXT,
     operation: str | None = None,
-    unavailable: type[MetalogError] = ClusterUnavailable,
-    too_large: type[MetalogError] | None = None,
+    unavailable: Callable[[str], MetalogError] = ClusterUnavailable,
+    too_large: Callable[[str], MetalogError] | None = None,
 ) -> MetalogError:
     """The metalog error that stands for `exc` (raise it `from exc`).
 
@@ -72,7 +79,8 @@ def kafka_error(
         security: The principal the client signed in as, named when it was refused.
         operation: What the client tried (e.g. "WRITE metalog.commands"), named when refused.
         unavailable: What the caller raises for an unreachable cluster or a missing
-            topic (the write side's `LeaderUnavailable`, a follower's `FollowerStopped`).
+            topic, made from the message (the write side's `LeaderUnavailable`; a
+            follower wraps it in `FollowerStopped`).
         too_large: The caller's error for a record over the size limit (the write side's
             `TooLarge`); None: `unavailable`.
     """

@@ -56,7 +56,8 @@ def replay_as_of(
     Raises:
         ReplayError: The catalog has no events, or a resource_version past its end.
         ApplyError: An event does not fit: the log is damaged (`metalog audit verify`).
-        KafkaException: The cluster or the events topic cannot be reached.
+        ClusterUnavailable: The cluster or the events topic cannot be reached.
+        AccessDenied: The cluster refused the reader's principal.
     """
     image, rest = open_at(bootstrap, topics, catalog, point, snapshot_dir, progress, security)
     rest.close()

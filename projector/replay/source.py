@@ -1,9 +1,9 @@
 """Reading one catalog's events back from its partition of the events topic, for a replay.
 
-The follower's plumbing (`projector.kafka.clients`: a read_committed consumer
-that assigns, batches, watermarks) read from a start offset up to the
-partition's end as it was when the read began: a replay of a live catalog
-ends at a fixed point. Records of other catalogs are skipped by their key
+The one reader of a catalog's partition (`projector.kafka.partition`: read_committed,
+a run of a fetched batch at a time) reads from a start offset up to the
+partition's end as it was when the read began (`decided_ends`): a replay of a
+live catalog ends at a fixed point. Records of other catalogs are skipped by their key
 before they are decoded; a record that does not decode is not an event (the
 follower dead-letters it) and is counted, not returned.
 """
@@ -18,22 +18,14 @@ from operator import eq
 from typing import Any, cast
 
 from confluent_kafka import Message
-from confluent_kafka import TopicPartition as KafkaPartition
 
 from events.codec import decode_event, event_decoder
 from events.errors import DecodeError
 from events.event import Event
-from events.topics import Topics, partition_for
+from events.topics import Topics
 from projector.fold.packed_events import RECORDS
-from projector.kafka.clients import (
-    BULK_READ,
-    DECODED_READ,
-    DecidedRead,
-    decided_ends,
-    new_consumer,
-    partition_count,
-    watermarks,
-)
+from projector.kafka.clients import BULK_READ, DECODED_READ
+from projector.kafka.partition import PartitionReader
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 
@@ -79,7 +71,8 @@ class LogReader:
         stop reading.
 
         Raises:
-            KafkaException: The cluster or the events topic cannot be reached.
+            ClusterUnavailable: The cluster or the events topic cannot be reached.
+            AccessDenied: The cluster refused the reader's principal.
         """
         for data in self.raw(DECODED_READ):
             try:
@@ -94,7 +87,8 @@ class LogReader:
             read: The fetch settings (`events` decodes as it reads: `DECODED_READ`).
 
         Raises:
-            KafkaException: The cluster or the events topic cannot be reached.
+            ClusterUnavailable: The cluster or the events topic cannot be reached.
+            AccessDenied: The cluster refused the reader's principal.
         """
         key = self.catalog.encode()
         for messages in self._fetched(read):
@@ -108,7 +102,8 @@ class LogReader:
         empty batch), each message read by C-level maps, not a Python step per record.
 
         Raises:
-            KafkaException: The cluster or the events topic cannot be reached.
+            ClusterUnavailable: The cluster or the events topic cannot be reached.
+            AccessDenied: The cluster refused the reader's principal.
         """
         key = self.catalog.encode()
         for messages in self._fetched(BULK_READ):
@@ -119,23 +114,14 @@ class LogReader:
 
     def _fetched(self, read: dict[str, Any]) -> Generator[list[Message], None, None]:
         """The partition's messages from `start` to `end`, a run of a fetched batch at a time
-        (`clients.DecidedRead`), fetched with the settings `read`."""
-        consumer = new_consumer(self.bootstrap, self.security, read)
-        try:
-            count = partition_count(consumer, self.topics.events)
-            assert count is not None  # `stopped` never turns true here
-            self.partition = partition_for(self.catalog, count)
-            tp = KafkaPartition(self.topics.events, self.partition)
-            low = watermarks(consumer, tp)[0]
-            self.end = decided_ends(self.bootstrap, tp.topic, range(self.partition,
-                                    self.partition + 1), self.security)[self.partition]  # fmt: skip
+        (`PartitionReader.read`), fetched with the settings `read`."""
+        with PartitionReader(self.bootstrap, self.topics.events, self.security,
+                             read=read) as reader:  # fmt: skip
+            self.partition = reader.partition_of(self.catalog)
+            low = reader.bounds(self.partition)[0]
+            self.end = reader.decided_ends([self.partition])[self.partition]
             self.start = max(self.start, low)
-            if self.start >= self.end:
-                return
-            consumer.assign([KafkaPartition(self.topics.events, self.partition, self.start)])
-            yield from DecidedRead(consumer, self.end, self._batch)
-        finally:
-            consumer.close()
+            yield from reader.read(self.partition, self.start, self.end, self._batch)
 
 
 @functools.cache

@@ -8,7 +8,7 @@ from events.values import Column
 from producers.client.client import MetadataClient
 from producers.errors import VersionConflict
 from producers.leader.leader import Leader
-from projector.kafka.clients import high_watermarks
+from projector.kafka.partition import high_watermarks
 from tests.fixtures.kafka import TopicSet
 from tests.leader.conftest import log_of
 from tests.leader.history import check_history
