@@ -82,7 +82,7 @@ def open_at(
     Raises:
         The same as `replay_as_of`.
     """
-    start = _starting_point(bootstrap, topics, catalog, point, snapshot_dir)
+    start = _starting_point(bootstrap, topics, catalog, point, snapshot_dir, security)
     image, position = start if start is not None else (Image.empty(catalog), None)
     reader = LogReader(bootstrap, topics, catalog,
                        0 if position is None else position.next_offset, security,
@@ -133,7 +133,8 @@ class Remaining:
 
 
 def _starting_point(
-    bootstrap: str, topics: Topics, catalog: str, point: Point, snapshot_dir: Path | None
+    bootstrap: str, topics: Topics, catalog: str, point: Point, snapshot_dir: Path | None,
+    security: KafkaSecurity,
 ) -> tuple[Image, Position] | None:
     """The newest snapshot that verifies and lies at or below `point`, loaded; else None."""
     if snapshot_dir is None:
@@ -150,15 +151,19 @@ def _starting_point(
         except SnapshotError as exc:
             log.warning("skipping snapshot: %s", exc)
             continue
-        if point.time is not None and not _before(bootstrap, topics, catalog, position, point):
+        if point.time is not None and not _before(bootstrap, topics, catalog, position, point,
+                                                  security):  # fmt: skip
             continue
         return image, position
     return None
 
 
-def _before(bootstrap: str, topics: Topics, catalog: str, position: Position, point: Point) -> bool:
+def _before(
+    bootstrap: str, topics: Topics, catalog: str, position: Position, point: Point,
+    security: KafkaSecurity,
+) -> bool:  # fmt: skip
     """Whether the first event after a snapshot lies at or before a time point."""
-    reader = LogReader(bootstrap, topics, catalog, position.next_offset)
+    reader = LogReader(bootstrap, topics, catalog, position.next_offset, security)
     events = reader.events()
     try:
         first = next(events, None)
