@@ -10,6 +10,7 @@ and a fresh interpreter proves what importing the pure core actually loads.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -375,3 +376,43 @@ def test_the_shell_is_packages_with_a_static_command_table() -> None:
     with_parser = {p.stem for p in cli if "def add_parser(" in p.read_text()}
     assert listed == with_parser, f"command groups not listed: {sorted(with_parser - listed)}"
     assert listed <= groups
+
+
+CONSUMERS = {
+    "projector.kafka.clients",  # `new_consumer`: the reads of the log (`projector.kafka.partition`)
+    "producers.client.channel",  # a client's replies
+    "producers.leader.leader",  # the leaders' group on the commands topic
+    "producers.leader.restart",  # the restart point's group offsets
+}
+"""The modules that make a Kafka consumer: the log itself is read through one reader."""
+
+
+VARINT_STEP = re.compile(r"&\s*(0x7[fF]|127)\s*\)?\s*<<")
+"""A 7-bit group shifted into place: the step of a hand-written varint decoder."""
+
+
+def _calls_named(module: str, name: str) -> list[int]:
+    tree = ast.parse(MODULES[module].read_text())
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Name) and node.func.id == name)
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == name))]  # fmt: skip
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_the_log_is_read_through_one_reader(module: str) -> None:
+    made = _calls_named(module, "Consumer")
+    assert not made or module in CONSUMERS, (
+        f"{module} makes a Kafka consumer (lines {made}): read a catalog's partition "
+        "through projector.kafka.partition.PartitionReader (issue 44)"
+    )
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_avro_bytes_are_read_by_generated_code_only(module: str) -> None:
+    """A varint loop (`(b & 0x7F) << shift`) belongs to `events.compiled`'s templates."""
+    if module.startswith("events.compiled"):
+        return
+    assert not VARINT_STEP.search(MODULES[module].read_text()), (
+        f"{module} decodes Avro varints by hand: use the readers compiled from the schemas "
+        "(events.compiled.partial.compile_prefix)"
+    )
