@@ -48,11 +48,9 @@ from typing import Any
 from bench.apply import CATALOG
 from bench.http_watch import FanOut, drain, fan_out
 from bench.leader_load import Op, Result, closed_loop, log
-from bench.ports import free_port_pair
+from bench.ports import broker, free_port_pair
 from events.topics import Topics
 from events.values import Column
-from metalog.stack import broker as stack
-from metalog.stack.config import StackConfig
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
 from projector.kafka.topics import create_metalog_topics
@@ -292,17 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.drain:
         print(json.dumps(drain(args.drain[0], int(args.drain[1]))), flush=True)
         return 0
-    with tempfile.TemporaryDirectory(prefix="metalog-bench-http-") as tmp:
-        if args.bootstrap:
-            run(args.bootstrap, args, Path(tmp))
-            return 0
-        port = free_port_pair(KAFKA_PORTS)
-        config = StackConfig(state_dir=Path(tmp) / "broker", port=port, controller_port=port + 1)
-        stack.up(config)
-        try:
-            run(config.bootstrap, args, Path(tmp))
-        finally:
-            stack.down(config)
+    with (tempfile.TemporaryDirectory(prefix="metalog-bench-http-") as tmp,
+          broker(args.bootstrap, KAFKA_PORTS, Path(tmp)) as bootstrap):  # fmt: skip
+        run(bootstrap, args, Path(tmp))
     return 0
 
 

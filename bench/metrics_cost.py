@@ -51,12 +51,10 @@ from bench.apply import CATALOG
 from bench.follower import propagation
 from bench.http import make_tables, python_ops
 from bench.leader_load import Result, closed_loop, log
-from bench.ports import free_port_pair
+from bench.ports import broker, free_port_pair
 from events import commands as c
 from events.replies import Committed
 from events.topics import Topics
-from metalog.stack import broker as stack
-from metalog.stack.config import StackConfig
 from producers.client.client import MetadataClient
 from producers.decide.rules import validate
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
@@ -392,17 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.unmetered_leader:
         unmetered_leader(*args.unmetered_leader)
         return 0
-    with tempfile.TemporaryDirectory(prefix="metalog-bench-metrics-") as tmp:
-        if args.bootstrap:
-            run(args.bootstrap, args, Path(tmp))
-            return 0
-        port = free_port_pair(KAFKA_PORTS)
-        config = StackConfig(state_dir=Path(tmp) / "broker", port=port, controller_port=port + 1)
-        stack.up(config)
-        try:
-            run(config.bootstrap, args, Path(tmp))
-        finally:
-            stack.down(config)
+    with (tempfile.TemporaryDirectory(prefix="metalog-bench-metrics-") as tmp,
+          broker(args.bootstrap, KAFKA_PORTS, Path(tmp)) as bootstrap):  # fmt: skip
+        run(bootstrap, args, Path(tmp))
     return 0
 
 
