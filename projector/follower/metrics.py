@@ -154,7 +154,6 @@ class FollowerMetrics(Collector):
         )  # fmt: skip
         self._followers: tuple[Followed, ...] = ()
         self._probes: dict[int, Consumer] = {}
-        self._released: set[int] = set()
         self._lock = threading.Lock()
         r.register(self)
 
@@ -170,13 +169,12 @@ class FollowerMetrics(Collector):
         """
         with self._lock:
             probe = self._probes.pop(id(follower), None)
-            self._released.add(id(follower))
         if probe is not None:
             probe.close()
 
     def _probe(self, follower: Followed) -> Consumer | None:
         with self._lock:
-            if id(follower) in self._released:
+            if not follower.connected:  # not yet, or stopped (released): a short-lived one
                 return None
             probe = self._probes.get(id(follower))
             if probe is None:
