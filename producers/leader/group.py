@@ -21,6 +21,7 @@ from producers.leader.metrics import LeaderMetrics
 from producers.leader.options import LeaderOptions
 from producers.leader.owner import PartitionOwner
 from producers.leader.standby import Standby
+from projector.errors import ClusterUnavailable
 from projector.kafka.callbacks import KeptFailure
 from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY
 
@@ -171,9 +172,12 @@ def rejoins(failure: BaseException) -> bool:
     could not be initialised, or what opening writes did not commit; trying
     again later may work. `MembershipLost`: the consumer failed for good (a
     static member fenced by one with its `group.instance.id`: librdkafka's own
-    rejoin after a session timeout can be). Anything else stops the leader.
+    rejoin after a session timeout can be). `ClusterUnavailable` out of a
+    takeover: reading the partition's log failed (the brokers were cut off
+    while it read); the cluster may be back by the next membership. Anything
+    else stops the leader (access denied, a log that does not fold).
     """
-    return isinstance(failure, Fenced | TransactionFailed | MembershipLost)
+    return isinstance(failure, Fenced | TransactionFailed | MembershipLost | ClusterUnavailable)
 
 
 def close_quietly(owner: PartitionOwner, leader_id: str) -> None:

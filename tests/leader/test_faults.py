@@ -31,7 +31,7 @@ from producers.leader.log import read_events
 from producers.leader.metrics import LeaderMetrics
 from producers.leader.owner import LeaderOptions, PartitionOwner
 from producers.leader.rebuild import Rebuilt
-from projector.errors import SequenceGap
+from projector.errors import ClusterUnavailable, SequenceGap
 from tests.fixtures.kafka import TopicSet
 from tests.follower.workload import wait_until
 from tests.leader.conftest import log_of
@@ -312,16 +312,22 @@ def test_a_static_leader_whose_consumer_is_fenced_by_its_instance_id_joins_again
     check_history(log)
 
 
-def test_a_partition_whose_producer_cannot_be_initialised_is_taken_after_a_rejoin(
-    wire: TopicSet, client: MetadataClient, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("failure", [
+    # as a CONCURRENT_TRANSACTIONS answer the broker gave once
+    TransactionFailed("partition 0: init_transactions: busy"),
+    # as reading the partition's log raises when the brokers are cut off from the leader
+    ClusterUnavailable("cannot reach the Kafka cluster at 127.0.0.1:1 (timed out)"),
+], ids=type)  # fmt: skip
+def test_a_partition_whose_takeover_fails_for_a_while_is_taken_after_a_rejoin(
+    wire: TopicSet, client: MetadataClient, monkeypatch: pytest.MonkeyPatch, failure: Exception
 ) -> None:
     opened = PartitionOwner.open
     tries: list[int] = []
 
     def failing_once(self: PartitionOwner, warm: Rebuilt | None = None) -> None:
         tries.append(self.partition)
-        if len(tries) == 1:  # as a CONCURRENT_TRANSACTIONS answer the broker gave once
-            raise TransactionFailed(f"partition {self.partition}: init_transactions: busy")
+        if len(tries) == 1:
+            raise failure
         opened(self, warm)
 
     monkeypatch.setattr(PartitionOwner, "open", failing_once)
@@ -334,7 +340,7 @@ def test_a_partition_whose_producer_cannot_be_initialised_is_taken_after_a_rejoi
 
     assert tries == [0, 0]
     assert registry.get_sample_value("metalog_leader_rejoins_total",
-                                     {"error": "TransactionFailed"}) == 1  # fmt: skip
+                                     {"error": type(failure).__name__}) == 1  # fmt: skip
     log = log_of(wire)
     assert [type(e.intent).__name__ for e in log] == ["LeaderElected", "TableCreated"]
     assert served.resource_version == 2
