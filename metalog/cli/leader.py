@@ -11,10 +11,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from events.topics import Topics
-from metalog.cli.args import add_credentials_flag, positive_float, positive_int, security
+from metalog.cli.args import add_cluster_options, positive_float, positive_int, security
 from metalog.cli.metrics import add_metrics_flags, serving_metrics
 from metalog.cli.output import add_json_flag, log_status
-from metalog.stack.config import StackConfig
 from producers.leader.health import liveness, readiness
 from producers.leader.leader import Leader
 from producers.leader.local import CheckpointSchedule
@@ -25,15 +24,14 @@ from projector.checkpoint_keys import load_signer
 
 def _leader(args: argparse.Namespace) -> int:
     log_status(args.json)
-    config = StackConfig.from_env()
     checkpoints = None
     if args.signing_key:
         signer = load_signer(Path(args.signing_key))
         checkpoints = CheckpointSchedule(signer, args.checkpoint_events, args.checkpoint_seconds)
     registry = CollectorRegistry()
     leader = Leader(
-        args.bootstrap or config.bootstrap,
-        topics=Topics(args.prefix or config.topic_prefix),
+        args.bootstrap,
+        topics=Topics(args.prefix),
         leader_id=args.leader_id,
         group_id=args.group,
         instance_id=args.instance_id,
@@ -77,8 +75,7 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "leader", help="lead the catalogs of the commands partitions this process owns"
     )
-    parser.add_argument("--bootstrap", help="host:port (default: the local stack's)")
-    parser.add_argument("--prefix", help="topic prefix (default: METALOG_TOPIC_PREFIX or metalog)")
+    add_cluster_options(parser)
     parser.add_argument("--group", help="the leaders' consumer group (default {prefix}-leaders)")
     parser.add_argument("--leader-id", help="name stamped on LeaderElected (default host-pid)")
     parser.add_argument("--instance-id",
@@ -93,7 +90,6 @@ def add_parser(subparsers: Any) -> None:
                         help="sign after this many events (default 1000)")
     parser.add_argument("--checkpoint-seconds", type=positive_float, default=60.0,
                         help="sign when an event has waited this long unsigned (default 60)")
-    add_credentials_flag(parser)
     parser.add_argument("--snapshot-dir",
                         help="start owned partitions from the snapshots here and write them "
                              "(shared storage when leaders run on several machines)")  # fmt: skip
