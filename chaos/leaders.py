@@ -43,7 +43,8 @@ class LeaderProcess:
                  "--prefix", self.layout.prefix, "--group", f"{self.layout.prefix}-leaders",
                  "--leader-id", self.group, "--instance-id", self.group,
                  "--session-timeout-ms", str(SESSION_TIMEOUT_MS)],
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                # An unexpected error's traceback goes to the leader's log, not only its name.
+                env={**os.environ, "PYTHONUNBUFFERED": "1", "METALOG_TRACEBACK": "1"},
                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
             )  # fmt: skip
 

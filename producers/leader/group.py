@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from producers.errors import Fenced, MembershipLost, TransactionFailed
 from producers.leader.metrics import LeaderMetrics
@@ -24,6 +24,7 @@ from producers.leader.standby import Standby
 from projector.errors import ClusterUnavailable
 from projector.kafka.callbacks import KeptFailure
 from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY
+from projector.kafka.errors import kafka_error
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,15 @@ def start_offset(owner: PartitionOwner) -> int:
     return owner.position if owner.position is not None else OFFSET_BEGINNING
 
 
-def group_offset(consumer: Consumer, topic: str, partition: int) -> int | None:
-    """The group's committed offset (written only by batches that wrote no event)."""
-    committed = consumer.committed([TopicPartition(topic, partition)], timeout=10.0)[0]
+def group_offset(consumer: Consumer, bootstrap: str, topic: str, partition: int) -> int | None:
+    """The group's committed offset (written only by batches that wrote no event).
+
+    Raises:
+        ClusterUnavailable: The group's coordinator did not answer (the takeover is
+            tried again after a rejoin: `rejoins`).
+    """
+    try:
+        committed = consumer.committed([TopicPartition(topic, partition)], timeout=10.0)[0]
+    except KafkaException as exc:
+        raise kafka_error(exc, bootstrap) from exc
     return committed.offset if committed.offset >= 0 else None

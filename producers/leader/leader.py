@@ -299,8 +299,8 @@ class Leader:
         """The open owner of a partition the group added to this member."""
         owner = PartitionOwner(
             self.bootstrap, self.topics, partition, self.leader_id, self.options,
-            group_offset=functools.partial(group_offset, consumer, self.topics.commands,
-                                           partition),
+            group_offset=functools.partial(group_offset, consumer, self.bootstrap,
+                                           self.topics.commands, partition),
             limit=self._limit, security=self.security, metrics=self.metrics,
             tracing=self.tracing,
         )  # fmt: skip

@@ -101,6 +101,9 @@ def create_topics(
         try:
             future.result(timeout=timeout_s)
             created.append(name)
+        except TimeoutError:  # the future's own timeout: the cluster did not answer
+            raise TopicError(f"could not create topic `{name}` on {bootstrap}: no answer "
+                             f"within {timeout_s:.0f} s") from None  # fmt: skip
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 _raise_if_denied(exc, security, f"CREATE topic {name}")
@@ -153,6 +156,9 @@ def delete_topics(
     for name, future in futures.items():
         try:
             future.result(timeout=timeout_s)
+        except TimeoutError:  # the future's own timeout: the cluster did not answer
+            raise TopicError(f"could not delete topic `{name}` on {bootstrap}: no answer "
+                             f"within {timeout_s:.0f} s") from None  # fmt: skip
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                 _raise_if_denied(exc, security, f"DELETE topic {name}")
@@ -179,6 +185,9 @@ def describe_topic_config(
     future = admin.describe_configs([resource], request_timeout=timeout_s)[resource]
     try:
         entries = future.result(timeout=timeout_s)
+    except TimeoutError:  # the future's own timeout: the cluster did not answer
+        raise TopicError(f"could not describe topic `{name}` on {bootstrap}: no answer "
+                         f"within {timeout_s:.0f} s") from None  # fmt: skip
     except KafkaException as exc:
         raise TopicError(f"could not describe topic `{name}` on {bootstrap}: {exc}") from exc
     return {key: entry.value for key, entry in entries.items() if entry.value is not None}
