@@ -188,7 +188,9 @@ def compile_model_writer(
         memo: Records (short names, of primitive fields only) whose bytes the
             writer keeps by their fields' values and copies when it meets them
             again: the columns every table info repeats. Past `MEMO_LIMIT`
-            entries a record's memo starts over.
+            entries a record's memo starts over. A tuple of them (an info's
+            columns, which a table's versions share) is kept whole too, by the
+            tuple itself (`ARRAY_MEMO_LIMIT`).
 
     Raises:
         ValueError: The schema uses a type or union this writer does not cover.
@@ -202,6 +204,9 @@ def compile_model_writer(
 
 MEMO_LIMIT = 100_000
 """Entries a model writer keeps per memoized record; past it that memo starts over."""
+
+ARRAY_MEMO_LIMIT = 10_000
+"""Tuples of memoized records a model writer keeps; past it that memo starts over."""
 
 
 class _ModelWriter(_Writer):
@@ -230,6 +235,25 @@ class _ModelWriter(_Writer):
             body.append(f"    {var} = fields[{field['name']!r}]")
             self.value(field["type"], var, body, "    ")
         return [f"def {function}(out, value):", *body, "    return mark"]
+
+    def blocks(self, schema: dict[str, Any], var: str, out: list[str], pad: str) -> None:
+        items = schema.get("items")
+        name = items.get("name") if isinstance(items, dict) else items
+        if not isinstance(name, str) or name.rpartition(".")[2] not in self._memo:
+            super().blocks(schema, var, out, pad)
+            return
+        # Kept under the tuple's id with the tuple itself, which keeps the id from being
+        # reused; a tuple of frozen models never changes (a list might: not kept).
+        memo, hit, start = self.constant("_arrays", {}), self.name("m"), self.name("a")
+        out += [f"{pad}{hit} = {memo}.get(id({var})) if type({var}) is tuple else None",
+                f"{pad}if {hit} is not None and {hit}[0] is {var}:",
+                f"{pad}    out += {hit}[1]",
+                f"{pad}else:",
+                f"{pad}    {start} = len(out)"]  # fmt: skip
+        super().blocks(schema, var, out, pad + "    ")
+        out += [f"{pad}    if type({var}) is tuple:",
+                f"{pad}        if len({memo}) >= {ARRAY_MEMO_LIMIT}: {memo}.clear()",
+                f"{pad}        {memo}[id({var})] = ({var}, bytes(out[{start}:]))"]  # fmt: skip
 
     def _memo_source(self, function: str, schema: dict[str, Any]) -> list[str]:
         """A record written once per distinct value: its bytes kept under its fields'

@@ -33,9 +33,11 @@ from producers.decide.core import (
     elect_record,
 )
 from producers.decide.sizes import DEFAULT_RECORD_LIMIT
+from producers.decide.trusted import trusted
 from producers.errors import CommandRejected
 from projector.fold.apply import apply
 from projector.fold.image import Image
+from projector.fold.running import Running
 
 __all__ = ["DEDUPE_WINDOW", "CheckpointSchedule", "LocalCatalog", "Stamp"]
 
@@ -108,6 +110,9 @@ class LocalCatalog:
         self._keep_log = keep_log
         self._limit = limit
         self._image = Image.empty(catalog)
+        self._restoring: Running | None = None
+        """The events restored since the image was last asked for, folded as a run whose
+        view is built once (`Running`): a rebuild restores thousands before it decides."""
         self._events: list[Event] = []
         self._new: list[Sealed] = []
         self._outcomes: OrderedDict[str, _Outcome | CommandRejected] = OrderedDict()
@@ -125,6 +130,9 @@ class LocalCatalog:
     @property
     def image(self) -> Image:
         """The current image."""
+        restoring = self._restoring
+        if restoring is not None:
+            self._image, self._restoring = restoring.image(), None
         return self._image
 
     @property
@@ -142,8 +150,14 @@ class LocalCatalog:
         return taken
 
     def restore(self, event: Event) -> None:
-        """Apply an event read from the log (rebuilding the image and the dedupe window)."""
-        self._image = apply(self._image, event)
+        """Apply an event read from the log (rebuilding the image and the dedupe window).
+
+        Raises:
+            As `projector.fold.apply.apply`, leaving the catalog as before the event.
+        """
+        if self._restoring is None:
+            self._restoring = Running(self._image)
+        self._restoring.apply(event)
         self._count(event)
         if self._keep_log:
             self._events.append(event)
@@ -156,7 +170,7 @@ class LocalCatalog:
         The dedupe window keeps the outcomes `image` holds; a rejection is
         forgotten, as after a replay (a retry is decided again).
         """
-        self._image = image
+        self._image, self._restoring = image, None
         self._new = []
         at = image.resource_version
         self._events = [event for event in self._events if event.resource_version <= at]
@@ -179,7 +193,7 @@ class LocalCatalog:
 
     def elect(self, leader_id: str) -> Event:
         """Write `LeaderElected` for this leader (and a checkpoint, if it signs); return it."""
-        sealed = elect_record(self._image, leader_id, self._stamps())
+        sealed = elect_record(self.image, leader_id, self._stamps())
         self._write(sealed)
         if self._checkpoints is not None:
             self._sign()
@@ -205,9 +219,7 @@ class LocalCatalog:
     def _sign(self) -> None:
         assert self._checkpoints is not None
         self._write(
-            checkpoint_record(
-                self._image, self._checkpoints.signer, self._leader_id, self._stamps()
-            )
+            checkpoint_record(self.image, self._checkpoints.signer, self._leader_id, self._stamps())
         )
 
     def _count(self, event: Event) -> None:
@@ -229,11 +241,11 @@ class LocalCatalog:
         if seen is not None:
             if isinstance(seen, CommandRejected):
                 raise seen
-            return _committed(command.command_id, self._image.catalog, seen)
+            return _committed(command.command_id, self.image.catalog, seen)
         stamp = self._stamps()
         if trace_id is not None:
             stamp = replace(stamp, trace_id=trace_id)
-        outcome = decide_record(self._image, command, stamp, limit=self._limit)
+        outcome = decide_record(self.image, command, stamp, limit=self._limit)
         if isinstance(outcome, Rejection):
             self._remember(command.command_id, outcome.error)
             raise outcome.error
@@ -245,7 +257,8 @@ class LocalCatalog:
             self._sign()
         else:
             self.checkpoint_if_due(event.occurred_at)
-        return Committed(
+        return trusted(  # every field is the decided event's: valid already
+            Committed,
             command_id=command.command_id,
             catalog=event.catalog,
             resource_version=event.resource_version,
@@ -254,7 +267,7 @@ class LocalCatalog:
         )
 
     def _write(self, sealed: Sealed) -> None:
-        self._image = apply(self._image, sealed.event)
+        self._image = apply(self.image, sealed.event)
         self._count(sealed.event)
         if self._keep_log:
             self._events.append(sealed.event)

@@ -88,6 +88,8 @@ POOLED_INFO = pooled_fields_set(TableInfoValue)
 def _same_columns(value: TableInfoValue, previous: TableInfoValue) -> bool:
     """Equal columns and catalog; compares the plain field dicts, not the models."""
     new, old = value.columns, previous.columns
+    if new is old:  # an alter keeps its table's tuple
+        return value.catalog == previous.catalog
     return (
         len(new) == len(old)
         and value.catalog == previous.catalog

@@ -216,3 +216,22 @@ def test_the_model_writer_writes_a_column_met_before_from_its_memo_and_only_an_e
         memoized, fresh = bytearray(), bytearray()
         assert write(memoized, event) == plain(fresh, event)
         assert memoized == fresh == fastavro_bytes(parsed, to_avro_dict(event))
+
+
+def test_the_model_writer_writes_a_tuple_of_columns_met_before_from_its_memo_only() -> None:
+    parsed = default_store().current("event").parsed
+    write = compile_model_writer(parsed, "hash", frozenset({"Column"}))
+    plain = compile_model_writer(parsed, "hash")
+    columns = [Column(name=f"c{n}", data_type="bigint") for n in range(3)]
+    shared = tuple(columns)
+    listed = list(columns)  # a list may change between two writes: never kept
+    for added in (shared, shared, tuple(columns), listed, shared[:2], listed):
+        event = sample_event(TableAltered(table_id=1), resource_version=1)
+        intent = event.intent.model_copy(update={"add_columns": added})
+        event = event.model_copy(update={"intent": intent})
+        memoized, fresh = bytearray(), bytearray()
+        assert write(memoized, event) == plain(fresh, event)
+        avro = to_avro_dict(event.model_copy(update={"intent": intent.model_copy(
+            update={"add_columns": tuple(added)})}))  # fmt: skip
+        assert memoized == fresh == fastavro_bytes(parsed, avro)
+        listed.append(Column(name=f"c{len(listed)}", data_type="string"))

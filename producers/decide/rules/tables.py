@@ -237,13 +237,11 @@ def alter(image: Image, command: AlterTable) -> Change:
     if missing:
         raise ColumnNotFound(f"table `{table}` has no column `{missing[0]}`: re-read it")
     options = {k: v for k, v in info.options.items() if k not in command.unset_options}
-    altered = bumped(
-        info,
-        columns=tuple(
-            c for c in info.columns + command.add_columns if c.name not in command.drop_columns
-        ),
-        options={**options, **command.set_options},
-    )
+    columns = info.columns  # the same tuple when they do not change: written once (seal)
+    if command.add_columns or command.drop_columns:
+        kept = columns + command.add_columns
+        columns = tuple(c for c in kept if c.name not in command.drop_columns)
+    altered = bumped(info, columns=columns, options={**options, **command.set_options})
     return Change(
         intent=TableAltered(
             table_id=info.table_id,
