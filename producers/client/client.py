@@ -286,11 +286,12 @@ class MetadataClient:
         found = None if self.snapshot_dir is None else load_newest(self.snapshot_dir, name)
         if found is not None and (found[1].topic, found[1].partition) == (tp.topic, tp.partition):
             image, start = found[0], found[1].next_offset
-        read = read_partition(self.bootstrap, tp.topic, tp.partition, start,
+        # Everything committed before the call, this client's last write included.
+        read = read_partition(self.bootstrap, tp.topic, tp.partition, start, decided=True,
                               security=self.security, unavailable=LeaderUnavailable)
         if start > read.end:  # a snapshot of another log: replay this one
             image = Image.empty(name)
-            read = read_partition(self.bootstrap, tp.topic, tp.partition,
+            read = read_partition(self.bootstrap, tp.topic, tp.partition, decided=True,
                                   security=self.security, unavailable=LeaderUnavailable)
         # Events already in a snapshot's image are duplicates to `replay`.
         return replay(image, [e for e in read.events if e.catalog == name])

@@ -143,6 +143,16 @@ class PartitionReader:
         """The partition's committed records from `start` up to `end` (see `BoundedRead`)."""
         return BoundedRead(self, partition, start, end, size, settle)
 
+    def read_decided(self, partition: int, start: int, size: int = 5000) -> BoundedRead:
+        """The partition's committed records from `start` up to its decided end
+        (`decided_ends`): every record committed before the call, the transactions below
+        that end waited on for up to `SETTLE` seconds (see `BoundedRead`).
+
+        Raises:
+            The same as `partitions`.
+        """
+        return self.read(partition, start, self.decided_ends([partition])[partition], size)
+
     def assign(self, starts: Mapping[int, int]) -> None:
         """Read the partitions from their offsets (a live read: `fetch`)."""
         self.consumer.assign([KafkaPartition(self.topic, p, o) for p, o in starts.items()])
