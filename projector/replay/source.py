@@ -120,9 +120,9 @@ class LogReader:
             self.partition = reader.partition_of(self.catalog)
             low = reader.bounds(self.partition)[0]
             self.start = max(self.start, low)
-            read = reader.read_decided(self.partition, self.start, self._batch)
-            self.end = read.end
-            yield from read
+            span = reader.read_decided(self.partition, self.start, self._batch)
+            self.end = span.end
+            yield from span
 
 
 @functools.cache
