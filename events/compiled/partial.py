@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from events.compiled.read import _Reader, _varint
+from events.compiled.read import ZIGZAG, _Reader, _varint
 from events.compiled.write import write_long
 
 How = Literal["value", "content", "start", "end", "branch"]
@@ -126,7 +126,7 @@ def compile_prefix(
         ValueError: An item names no field of the record, asks what its type does not
             have, or the schema uses a type the reader does not cover.
     """
-    namespace = {"_varint": _varint, "_too_long": _too_long, "_no_branch": NoBranch,
+    namespace = {"_varint": _varint, "_too_long": _too_long, "_no_branch": NoBranch, "_zz": ZIGZAG,
                  **(then.constants if then is not None else {})}  # fmt: skip
     prefix: Prefix = _Prefix(items, named or {}, then).build(record, namespace)
     return prefix
