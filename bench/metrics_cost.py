@@ -6,7 +6,7 @@ throughput and the follower's propagation p99 stays within 1/0.97 of its own
 with metrics off.
 
 - **off**: the collectors are replaced by ones that record nothing
-  (`Unmetered*` below): no histogram, no counter, no per-command loop;
+  (`bench.unmetered`): no histogram, no counter, no per-command loop;
 - **on**: the collectors as shipped, served on a port and scraped over HTTP
   every `--scrape-every` seconds by a child process (Prometheus' default is 15 s:
   1 s is harsher).
@@ -45,13 +45,13 @@ from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.metrics import MetricWrapperBase
 
 from bench.apply import CATALOG
 from bench.follower import propagation
 from bench.http import make_tables, python_ops
 from bench.leader_load import Result, closed_loop, log
 from bench.ports import broker, free_port_pair
+from bench.unmetered import UnmeteredFollower, UnmeteredLeader
 from events import commands as c
 from events.replies import Committed
 from events.topics import Topics
@@ -68,51 +68,6 @@ from projector.telemetry import MetricsServer
 KAFKA_PORTS = (19892, 19902, 19912)
 METRICS_PORTS = (18740, 18750, 18760)
 REPO = Path(__file__).resolve().parents[1]
-
-
-class _Ignored:
-    """A collector that records nothing."""
-
-    def labels(self, *_: object) -> _Ignored:
-        return self
-
-    def observe(self, *_: object) -> None:
-        pass
-
-    def inc(self, *_: object) -> None:
-        pass
-
-    def set(self, *_: object) -> None:
-        pass
-
-    def set_function(self, *_: object) -> None:
-        pass
-
-
-def _ignore_all(metrics: object) -> None:
-    for name, value in vars(metrics).items():
-        if isinstance(value, MetricWrapperBase):
-            setattr(metrics, name, _Ignored())
-
-
-class UnmeteredLeader(LeaderMetrics):
-    """The leader's metrics off: nothing is counted, the health state still kept."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        _ignore_all(self)
-
-    def committed(self, batch: Batch, seconds: float) -> None:
-        """Only what `/readyz` needs: the last commit succeeded."""
-        self.last_failure = None
-
-
-class UnmeteredFollower(FollowerMetrics):
-    """The follower's metrics off."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        _ignore_all(self)
 
 
 class Scraper:

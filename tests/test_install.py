@@ -5,7 +5,7 @@ repository) is installed with its bare dependencies into a fresh virtualenv
 (pip resolves them from its cache and `PIP_FIND_LINKS`, or from the index);
 there a leader, a client and a follower work against the test's broker while
 pyspark, DuckDB and sqlglot are not importable. The extras are `[spark]`,
-`[sql]` and `[serve]` (pyproject.toml); `tests/test_layout.py` keeps their
+`[sql]` and `[serve]` (pyproject.toml); `tests/test_layout_rules.py` keeps their
 imports off the bare path, this test proves it with a real install.
 """
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
-from events.compiled.read import _Reader, _varint
+from events.compiled.read import ZIGZAG, _Reader, _varint
 from events.compiled.write import write_long
 
 How = Literal["value", "content", "start", "end", "branch"]
@@ -40,15 +40,22 @@ class Source(NamedTuple):
     """Statements a prefix reader runs after its items, in the same function (`then`).
 
     Attributes:
-        lines: The statements (indented one level; they may use `d`, and `after`, where
-            the items end; they may `return None`).
+        lines: The statements (indented one level; they may use `d`, `size` (its length),
+            and `after`, where the items end; they may `return None`).
         values: The expressions they give, each followed by `, `.
         constants: The names they use besides those.
+        bound: None: the function returns the items, then `values`. Names, one per item:
+            the items are bound to them for the lines, and the function returns `values`
+            alone (a hot path's own result: no tuple built to be taken apart again).
+        arguments: The function's parameters after `d, p` (each preceded by `, `), for
+            the lines to use.
     """
 
     lines: tuple[str, ...]
     values: str
     constants: Mapping[str, Any]
+    bound: tuple[str, ...] | None = None
+    arguments: str = ""
 
 
 class PastTheEnd(ValueError):
@@ -112,13 +119,14 @@ def compile_prefix(
         items: What to return, in this order (see the module docstring).
         named: The named types `record` may refer to (`named_types` of its top schema).
         then: Statements to run after the items (one call less on a hot path): the
-            function returns the items, then their values; or None if they return None.
+            function returns the items, then their values (only their values when
+            `then.bound` names the items); or None if they return None.
 
     Raises:
         ValueError: An item names no field of the record, asks what its type does not
             have, or the schema uses a type the reader does not cover.
     """
-    namespace = {"_varint": _varint, "_too_long": _too_long, "_no_branch": NoBranch,
+    namespace = {"_varint": _varint, "_too_long": _too_long, "_no_branch": NoBranch, "_zz": ZIGZAG,
                  **(then.constants if then is not None else {})}  # fmt: skip
     prefix: Prefix = _Prefix(items, named or {}, then).build(record, namespace)
     return prefix
@@ -175,10 +183,19 @@ class _Prefix(_Reader):
                 found[(name, "end")] = end = self.name("e")
                 body.append(f"    {end} = p")
         values = "".join(f"{found[item]}, " for item in self.items)
-        if self.then is not None:
-            body += ["    after = p", *self.then.lines]
-            values += self.then.values
-        return [f"def {function}(d, p):", "    size = len(d)", *body, f"    return ({values})"]
+        then, arguments = self.then, ""
+        if then is not None:
+            if then.bound is not None:
+                if len(then.bound) != len(self.items):
+                    raise ValueError(f"{len(self.items)} items bound to {then.bound}")
+                body += [f"    {name} = {found[item]}"
+                         for name, item in zip(then.bound, self.items, strict=True)]  # fmt: skip
+                values = ""
+            body += ["    after = p", *then.lines]
+            values += then.values
+            arguments = then.arguments
+        return [f"def {function}(d, p{arguments}):", "    size = len(d)", *body,
+                f"    return ({values})"]  # fmt: skip
 
     def _content(self, name: str, kind: Any, var: str, out: list[str]) -> None:
         if kind not in ("string", "bytes"):

@@ -45,6 +45,8 @@ class Trailer:
             does not fit.
         likely_source: `likely_read`'s body, for `partial.compile_prefix(then=…)` to run
             after the items it reads (with `after` where they end), in the same function.
+            Its values are names its lines bind, in `likely_read`'s order, so statements
+            after it can use them (`source_names`).
         null: The optional string's null branch as written (empty: no optional string).
         prefixes: Its string branch and each length below `LONGEST_READ`, as written.
     """
@@ -121,7 +123,8 @@ def compile_trailer(
     scope: dict[str, Any] = {"_markers": markers, "_null": null, "_prefix": prefix}
     read = _likely_read_source(markers, widths, null, prefix, likely, scope)
     source = [*_starts_source(markers, widths), *_likely_source(null, prefix, likely),
-              "def likely_read(d, after):", *read.lines, f"    return ({read.values})"]  # fmt: skip
+              "def likely_read(d, after):", "    size = len(d)", *read.lines,
+              f"    return ({read.values})"]  # fmt: skip
     exec(compile("\n".join(source), f"<compiled trailer {record['name']}>", "exec"), scope)
     prefixes = tuple(string + encode_long(n) for n in range(LONGEST_READ)) if string else ()
     return Trailer(
@@ -162,21 +165,27 @@ def _likely_read_source(
     scope: dict[str, Any],
 ) -> Source:  # fmt: skip
     """`likely`, `starts` and the contents in one body (the audit's hot path)."""
-    lines = ["    end = len(d)"]
+    lines = ["    end = size"]
     if null:
         tail = len(prefix) + likely
         ends_null = f"d[end - 1] == {null[0]}" if len(null) == 1 else "d.endswith(_null)"
-        lines += [f"    if {ends_null}: tail = len(_null)",
+        lines += [f"    if {ends_null}: tail = {len(null)}",
                   f"    elif end > {tail} and d[end - {tail} : end - {likely}] == _prefix: "
                   f"tail = {tail}",
                   "    else: return None"]  # fmt: skip
     else:
         lines.append("    tail = 0")
     names = [f"a{i}" for i in range(len(markers))]
-    contents = "".join(f"d[{n} + {len(m)} : {n} + {w}], "
-                       for n, m, w in zip(names, markers, widths, strict=True))  # fmt: skip
-    return Source((*lines, *_starts_body(markers, widths, "end")),
-                  f"tail, {contents}{''.join(n + ', ' for n in names)}", dict(scope))  # fmt: skip
+    fields = enumerate(zip(names, markers, widths, strict=True))
+    contents = [f"    r{i} = d[{n} + {len(m)} : {n} + {w}]" for i, (n, m, w) in fields]
+    values = ["tail", *(f"r{i}" for i in range(len(markers))), *names]
+    return Source((*lines, *_starts_body(markers, widths, "end"), *contents),
+                  "".join(f"{v}, " for v in values), dict(scope))  # fmt: skip
+
+
+def source_names(source: Source) -> list[str]:
+    """The names a `Trailer.likely_source`'s lines bind to its values, in order."""
+    return [name for name in source.values.split(", ") if name]
 
 
 def _likely_source(null: bytes, prefix: bytes, likely: int) -> list[str]:

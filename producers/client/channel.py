@@ -28,7 +28,9 @@ from producers.kafka.errors import write_error
 from producers.kafka.routing import Layout, read_layout
 from producers.leader.waiter import Waiter
 from projector.errors import AccessDenied
-from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY, next_batch, watermarks
+from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY, next_batch
+from projector.kafka.errors import READ_FAILURES
+from projector.kafka.partition import partition_bounds
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
 from projector.telemetry.tracing import current_trace
 
@@ -262,11 +264,12 @@ class CommandChannel:
             )  # fmt: skip
             tp = TopicPartition(self.topics.replies, layout.reply_partition(self.client_id))
             try:
-                _, high = watermarks(consumer, tp, max(deadline - time.monotonic(), 0.001))
-            except KafkaException as exc:
+                _, high = partition_bounds(consumer, tp, self.bootstrap, self.security,
+                                           timeout=max(deadline - time.monotonic(), 0.001),
+                                           unavailable=LeaderUnavailable)  # fmt: skip
+            except READ_FAILURES:
                 consumer.close()
-                raise write_error(exc, self.bootstrap, security=self.security,
-                                  operation=f"READ {tp.topic}") from exc
+                raise
             consumer.assign(
                 [TopicPartition(tp.topic, tp.partition, high if high >= 0 else OFFSET_END)]
             )

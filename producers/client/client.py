@@ -17,16 +17,14 @@ from events.topics import Topics
 from events.values import Column, TableRouteValue
 from producers.client.channel import Channel, CommandChannel
 from producers.client.embedded import LeaderChannel
+from producers.client.image import catalog_image
 from producers.decide.rules import validate
-from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, rejection_from_reply
+from producers.errors import CommandOutcomeUnknown, rejection_from_reply
 from producers.leader.ids import random_uuid
 from producers.leader.leader import Leader
-from producers.leader.log import read_partition
-from projector.fold.apply import replay
 from projector.fold.export import export
 from projector.fold.image import Image
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
-from projector.snapshot.store import load_newest
 from projector.telemetry.tracing import parent, tracer
 
 
@@ -271,29 +269,15 @@ class MetadataClient:
     # -- reads ---------------------------------------------------------------
 
     def image(self, catalog: str | None = None) -> Image:
-        """The catalog's committed image: its newest snapshot and the log after it (read-only).
-
-        Without `snapshot_dir`, or a snapshot of the catalog's partition there,
-        the catalog's whole partition is replayed.
+        """The catalog's committed image, this client's last write included (`catalog_image`).
 
         Raises:
             LeaderUnavailable: The cluster or the events topic cannot be reached.
             AccessDenied: The cluster refused the client's principal.
         """
         name = catalog or self.catalog
-        tp = self._channel.layout().events_partition(name)
-        image, start = Image.empty(name), 0
-        found = None if self.snapshot_dir is None else load_newest(self.snapshot_dir, name)
-        if found is not None and (found[1].topic, found[1].partition) == (tp.topic, tp.partition):
-            image, start = found[0], found[1].next_offset
-        read = read_partition(self.bootstrap, tp.topic, tp.partition, start,
-                              security=self.security, unavailable=LeaderUnavailable)
-        if start > read.end:  # a snapshot of another log: replay this one
-            image = Image.empty(name)
-            read = read_partition(self.bootstrap, tp.topic, tp.partition,
-                                  security=self.security, unavailable=LeaderUnavailable)
-        # Events already in a snapshot's image are duplicates to `replay`.
-        return replay(image, [e for e in read.events if e.catalog == name])
+        events = self._channel.layout().events_partition(name)
+        return catalog_image(self.bootstrap, events, name, self.snapshot_dir, self.security)
 
     def export(self, catalog: str | None = None) -> dict[str, Any]:
         """Hasura's export: `{"resource_version": n, "metadata": {key: value}}`; bumps nothing."""

@@ -22,21 +22,19 @@ import logging
 import os
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
-
 from events.replies import Committed
 from producers.leader.local import DEDUPE_WINDOW
 from projector.fold.image import Image
 from projector.follower.schedule import SnapshotSchedule
-from projector.kafka.clients import CLIENT_SETTINGS, watermarks
-from projector.kafka.security import PLAINTEXT, KafkaSecurity, secured
+from projector.kafka.errors import READ_FAILURES
+from projector.kafka.partition import PartitionReader
+from projector.kafka.security import PLAINTEXT, KafkaSecurity
 from projector.snapshot.store import (
     PartitionMark,
     Position,
@@ -179,7 +177,7 @@ class RestartPoints:
         self._taken_at = 0
         self.snapshot_written_at: float | None = None
         """When (`time.time()`) this owner last wrote the partition's snapshots."""
-        self._consumer: Consumer | None = None
+        self._reader: PartitionReader | None = None  # asks the partition's end
         self._lock = threading.Lock()
         name = f"partition {partition}"
         self._name = name
@@ -213,8 +211,8 @@ class RestartPoints:
         if self._count - self._taken_at < self.every:
             return
         try:
-            end = watermarks(self._end_reader(), TopicPartition(self.topic, self.partition))[1]
-        except KafkaException as exc:  # the next commit tries again
+            end = self._end_reader().bounds(self.partition)[1]
+        except READ_FAILURES as exc:  # the next commit tries again
             log.warning("partition %d: no restart point (%s)", self.partition, exc)
             return
         self._taken_at = self._count
@@ -231,20 +229,15 @@ class RestartPoints:
     def close(self, timeout: float = 60.0) -> None:
         """Wait for a snapshot being written; drop the offsets reader."""
         self._schedule.join(timeout)
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
-    def _end_reader(self) -> Consumer:
-        if self._consumer is None:
-            self._consumer = Consumer(secured({
-                "bootstrap.servers": self.bootstrap,
-                "group.id": f"metalog-restart-{uuid.uuid4()}",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-                **CLIENT_SETTINGS,
-            }, self.security))  # fmt: skip
-        return self._consumer
+    def _end_reader(self) -> PartitionReader:
+        if self._reader is None:
+            self._reader = PartitionReader(self.bootstrap, self.topic, self.security,
+                                           group="metalog-restart")  # fmt: skip
+        return self._reader
 
     def _write(self, _name: str) -> Path:
         """Write the last restart point: each catalog's snapshot, then the partition's mark."""

@@ -2,19 +2,18 @@
 
 `projector.audit.raw.parse` reads any record and says what is wrong with a
 bad one; a pass over a million records needs less. `checked` reads only the
-envelope values the audit's checks use (`readers.ENVELOPE`, through the reader
-compiled from the record's writer schema) and checks the record's hash with the
-likeliest `trace_id` reading. Anything else (bytes the reader refuses, an odd
-trace id, a hash that does not match) gives None: the caller reads that record
-with `parse`, which is exact. So the fast path never decides a fault; it only
-confirms the common case. The hash can be checked apart (`matches`), in the
-process that consumes the records.
+envelope values the audit's checks use (`readers.ENVELOPE`) and checks the
+record's hash with the likeliest `trace_id` reading, in one function compiled
+from the record's writer schema (`readers.EventReader.checked`). Anything else
+(bytes the reader refuses, an odd trace id, a hash that does not match) gives
+None: the caller reads that record with `parse`, which is exact. So the fast
+path never decides a fault; it only confirms the common case. The hash can be
+checked apart (`matches`), in the process that consumes the records.
 """
 
 from __future__ import annotations
 
 from events.schema_store import FINGERPRINT, HEADER_LENGTH, MAGIC
-from projector.audit.raw import body_hash
 from projector.audit.readers import READERS
 
 Checked = tuple[bytes, int, int, list[tuple[int, int]], str, bytes, bytes]
@@ -25,10 +24,7 @@ def matches(data: bytes) -> bool:
     """Whether the record's bytes match its hash in the likeliest reading of its end (the
     part of `checked` that can be done apart: `checked(data, hashed=True)` skips it)."""
     reader = READERS.get(data[FINGERPRINT])
-    if reader is None:
-        return False
-    found = reader.trailer.likely_read(data, HEADER_LENGTH)
-    return found is not None and body_hash(data, found[1], found[4], found[0]) == found[2]
+    return reader is not None and reader.matches(data, HEADER_LENGTH) is True  # None: no fit
 
 
 def checked(data: bytes, hashed: bool = False) -> Checked | None:
@@ -46,13 +42,7 @@ def checked(data: bytes, hashed: bool = False) -> Checked | None:
     reader = READERS.get(data[FINGERPRINT])
     if reader is None or not data.startswith(MAGIC):
         return None
-    try:
-        read = reader.envelope(data, HEADER_LENGTH)
+    try:  # one call: the reader reads, finds the chain fields and checks the hash
+        return reader.checked(data, HEADER_LENGTH, hashed)
     except (IndexError, ValueError):  # cut short or malformed: `parse` says where
         return None
-    if read is None:  # the record's end is not in the likeliest shape
-        return None
-    catalog, rv, epoch, tables, intent, _, tail, prev, recorded, _, hash_at = read
-    if not hashed and body_hash(data, prev, hash_at, tail) != recorded:
-        return None
-    return catalog, rv, epoch, tables, intent, prev, recorded

@@ -16,7 +16,14 @@ from typing import Any, NamedTuple
 from events.checkpoint import Checkpoint
 from events.compiled.partial import NoBranch, PastTheEnd, encode_long
 from events.schema_store import FINGERPRINT, HEADER_LENGTH, MAGIC
-from projector.audit.readers import EMPTIED, INTENT_FIELDS, READERS, EventReader, tables_bytes
+from projector.audit.readers import (
+    EMPTIED,
+    INTENT_FIELDS,
+    READERS,
+    EventReader,
+    body_hash,
+    tables_bytes,
+)
 
 _CONTROL = ("LeaderElected", "CheckpointSigned")
 """The intents whose fields `parse` reads."""
@@ -240,14 +247,6 @@ def chain_fields(
     (prev_at, hash_at), ((prev_in, prev_out), (hash_in, hash_out)) = starts, reader.chain
     return (data[prev_at + prev_in : prev_at + prev_out],
             data[hash_at + hash_in : hash_at + hash_out], hash_at, prev_at + prev_in)  # fmt: skip
-
-
-def body_hash(data: bytes, prev_hash: bytes, hash_at: int, tail: int) -> bytes:
-    """`sha256(prev_hash || canonical body)` of a record whose hash field starts at `hash_at`
-    and is followed by `tail` bytes: the body with the hash field emptied (`events.chain`)."""
-    return hashlib.sha256(
-        prev_hash + data[HEADER_LENGTH:hash_at] + EMPTIED + data[len(data) - tail :]
-    ).digest()
 
 
 def rechained(data: bytes, event: RawEvent, resource_version: int, prev_hash: bytes) -> bytes:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
-from events.compiled.partial import Item, Prefix, compile_prefix, encode_long, named_types
-from events.compiled.trailer import Trailer, compile_trailer
+from events.compiled.partial import Item, Prefix, Source, compile_prefix, encode_long, named_types
+from events.compiled.trailer import Trailer, compile_trailer, source_names
 from events.compiled.write import compile_writer
-from events.schema_store import SchemaVersion, default_store
+from events.schema_store import HEADER_LENGTH, SchemaVersion, default_store
 
 DIGEST_SIZE = hashlib.sha256().digest_size
 """The size of `prev_hash` and `hash` (`events.chain`)."""
@@ -40,9 +40,9 @@ SKIM: tuple[Item, ...] = (
 """`raw.skim`'s items: where the tables sit, the intent and where its fields start."""
 ENVELOPE: tuple[Item, ...] = (
     ("catalog", "content"), ("resource_version", "value"), ("leader_epoch", "value"),
-    ("tables", "value"), ("intent", "branch"), ("intent", "end"),
+    ("tables", "value"), ("intent", "branch"),
 )  # fmt: skip
-"""`raw.checked`'s items: the envelope values the checks use."""
+"""`fast.checked`'s items: the envelope values the checks use."""
 INTENT_FIELDS: Mapping[str, tuple[str, ...]] = {
     "LeaderElected": ("leader_id",),
     "CheckpointSigned": ("resource_version", "chain_hash", "key_id", "signature"),
@@ -57,6 +57,12 @@ CHAIN = ("prev_hash", "hash")
 """The chain fields, read from the record's end."""
 
 
+Checked = Callable[[bytes, int, bool], tuple[Any, ...] | None]
+"""`EventReader.checked`."""
+Matches = Callable[[bytes, int], bool | None]
+"""`EventReader.matches`."""
+
+
 class EventReader(NamedTuple):
     """The readers of records of one event writer schema (each `(record, offset)` → a tuple).
 
@@ -64,9 +70,12 @@ class EventReader(NamedTuple):
         intents: The intent union's branches (record names), by index.
         head: `HEAD`'s items, from the body's start; then where the intent's fields start.
         skim: `SKIM`'s items.
-        envelope: `ENVELOPE`'s items, then the chain fields' likeliest reading
-            (`Trailer.likely_read`: the trace id's length, `prev_hash`, `hash`, where
-            each starts), in one call; None when that reading does not fit.
+        checked: `(record, body start, hashed)` → `ENVELOPE`'s items, then the recorded
+            `prev_hash` and `hash` in the chain fields' likeliest reading (`Trailer.likely_read`),
+            in one call (`fast.checked`'s work, generated); None when that reading does not
+            fit, or (unless `hashed`: the caller checked it) the hash does not match.
+        matches: `(record, body start)` → whether the record's bytes match its hash in that
+            reading (`fast.matches`'s work, generated); None when the reading does not fit.
         fields: Per intent of `INTENT_FIELDS` the writer has: its fields' values from
             where they start, then where the last one ends.
         trailer: Where the chain fields (and `trace_id`) sit, from the end.
@@ -78,7 +87,8 @@ class EventReader(NamedTuple):
     intents: tuple[str, ...]
     head: Prefix
     skim: Prefix
-    envelope: Prefix
+    checked: Checked
+    matches: Matches
     fields: Mapping[str, Prefix]
     trailer: Trailer
     chain: tuple[tuple[int, int], tuple[int, int]]
@@ -105,11 +115,42 @@ def _reader(version: SchemaVersion) -> EventReader:
              (len(trailer.markers[1]), trailer.widths[1]))  # fmt: skip
     write = compile_writer({"type": "record", "name": "metalog.events.Tables",
                             "fields": [by_name["tables"]]})  # fmt: skip
-    envelope = compile_prefix(parsed, ENVELOPE, named, then=trailer.likely_source)
+    # Their `then` gives them a signature and a result of their own (`_checks`).
+    checked = cast(Checked, compile_prefix(parsed, ENVELOPE, named,
+                                           then=_checks(trailer, hashed="hashed")))  # fmt: skip
+    matches = cast(Matches, compile_prefix(parsed, (), named, then=_checks(trailer)))
     return EventReader(
         intents, compile_prefix(parsed, HEAD, named), compile_prefix(parsed, SKIM, named),
-        envelope, fields, trailer, chain, write,
+        checked, matches, fields, trailer, chain, write,
     )  # fmt: skip
+
+
+def body_hash(data: bytes, prev_hash: bytes, hash_at: int, tail: int) -> bytes:
+    """`sha256(prev_hash || canonical body)` of a record whose hash field starts at `hash_at`
+    and is followed by `tail` bytes: the body with the hash field emptied (`events.chain`)."""
+    return hashlib.sha256(
+        prev_hash + data[HEADER_LENGTH:hash_at] + EMPTIED + data[len(data) - tail :]
+    ).digest()
+
+
+def _checks(trailer: Trailer, hashed: str | None = None) -> Source:
+    """The chain fields' likeliest reading and the hash check after a prefix's items (`_reader`).
+
+    With `hashed` (the name of an argument the function takes: true, the caller checked the
+    hash), the function returns `ENVELOPE`'s values and the recorded `prev_hash` and `hash`,
+    or None; without, whether the hash matches. The hash is `body_hash`, inline.
+    """
+    read = trailer.likely_source
+    tail, prev, recorded, _, hash_at = source_names(read)
+    digest = (f"_sha256({prev} + d[{HEADER_LENGTH}:{hash_at}] + _emptied"
+              f" + d[size - {tail}:]).digest()")  # fmt: skip
+    constants = {**read.constants, "_sha256": hashlib.sha256, "_emptied": EMPTIED}
+    if hashed is None:
+        return Source(read.lines, f"{digest} == {recorded}", constants, bound=())
+    bound = ("catalog", "rv", "epoch", "tables", "intent")
+    check = f"    if not {hashed} and {digest} != {recorded}: return None"
+    return Source((*read.lines, check), f"{''.join(n + ', ' for n in bound)}{prev}, {recorded}, ",
+                  constants, bound=bound, arguments=f", {hashed}")  # fmt: skip
 
 
 def tables_bytes(reader: EventReader, tables: tuple[tuple[int, int], ...]) -> bytes:

@@ -21,19 +21,18 @@ moved = `modified`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from events.checkpoint import Checkpoint
 from events.errors import DecodeError
-from events.event import GENESIS_HASH
 from projector.audit.complete import UNKNOWN, Expected, Reached, shortfall
 from projector.audit.fast import checked
 from projector.audit.faults import CatalogSummary, Fault, FaultKind, Report
 from projector.audit.inserted import SEARCH_LIMIT, Seen, rewritten
 from projector.audit.manifest import Contents, Extent
 from projector.audit.raw import NotAnEvent, RawEvent, parse
+from projector.audit.state import CatalogState
 from projector.errors import ApplyError, SequenceGap, StaleLeader
 from projector.fold.apply import Folding
 from projector.fold.image import Image
@@ -49,31 +48,6 @@ NAME_TAKING_INTENTS = frozenset(
 )
 """The intents that may give a table id a name: its version may jump to the name's next
 (docs/design.md, "version"); the fold checks the number."""
-
-
-@dataclass(slots=True)
-class _Catalog:
-    summary: CatalogSummary
-    folding: Folding
-    """The fold over the catalog's events so far (with `fold` on)."""
-    partition: int = -1
-    next_offset: int = 0
-    last_hash: bytes = GENESIS_HASH
-    versions: dict[int, int] = field(default_factory=dict)
-    unsigned_election: Seen | None = None
-    base: tuple[int, bytes] = (0, GENESIS_HASH)
-    """The last good checkpoint (its resource_version and hash): the window starts after it."""
-    window: list[tuple[int, int, bytes]] = field(default_factory=list)
-    """The records since `base` (partition, offset, bytes): read again only if a checkpoint
-    disagrees with the chain."""
-    kept: dict[int, list[Checkpoint]] = field(default_factory=dict)
-    """The kept notes of the catalog, by the resource_version each covers."""
-    kept_found: set[int] = field(default_factory=set)
-    end: int | None = None
-    """The last resource_version a bundle's manifest says the catalog has (None: unknown)."""
-    stops: frozenset[int] = frozenset()
-    """The resource_versions the fast path leaves to `_check`: kept notes', and `end + 1`."""
-    latest: Checkpoint | None = None
 
 
 class Verifier:
@@ -104,8 +78,8 @@ class Verifier:
         self._expected = Expected(contents, kept, ends, catalog)
         self._only = catalog
         self._fold = fold
-        self._catalogs: dict[str, _Catalog] = {}
-        self._by_name: dict[bytes, _Catalog] = {}  # the same, by the name's bytes (fast path)
+        self._catalogs: dict[str, CatalogState] = {}
+        self._by_name: dict[bytes, CatalogState] = {}  # the same, by the name's bytes (fast path)
         self._others: set[bytes] = set()  # catalogs not verified (`catalog`), by name's bytes
         self.report = Report(signatures_checked=public_key is not None, fold_checked=fold)
         self._gap: tuple[str, int, Fault, Seen] | None = None
@@ -194,7 +168,7 @@ class Verifier:
         self._check(state, seen)
         state.partition, state.next_offset = partition, offset + 1
 
-    def _start(self, seen: Seen) -> _Catalog | None:
+    def _start(self, seen: Seen) -> CatalogState | None:
         """The state of a catalog at its first record; None (a fault) when the bundle's
         manifest lists every catalog and not this one."""
         catalog, contents = seen.raw.catalog, self._expected.contents
@@ -202,7 +176,7 @@ class Verifier:
         if contents is not None and contents.detailed and extent is None:
             self._at(seen, "inserted", f"the bundle's manifest names no catalog `{catalog}`")
             return None
-        state = self._catalogs[catalog] = _Catalog(
+        state = self._catalogs[catalog] = CatalogState(
             CatalogSummary(catalog), Folding(Image.empty(catalog))
         )
         for note in (self._expected.kept or {}).values():
@@ -290,7 +264,7 @@ class Verifier:
 
     # -- the checks -------------------------------------------------------------
 
-    def _check(self, state: _Catalog, seen: Seen) -> None:
+    def _check(self, state: CatalogState, seen: Seen) -> None:
         raw, summary = seen.raw, state.summary
         expected = summary.resource_version + 1
         at = raw.resource_version
@@ -340,7 +314,7 @@ class Verifier:
             state.window.append((seen.partition, seen.offset, seen.data))
         return None
 
-    def _leader_ok(self, state: _Catalog, seen: Seen) -> bool:
+    def _leader_ok(self, state: CatalogState, seen: Seen) -> bool:
         raw, summary = seen.raw, state.summary
         if raw.intent == "LeaderElected":
             if state.unsigned_election is not None:  # the epoch before ended unsigned
@@ -362,7 +336,7 @@ class Verifier:
             return False
         return True
 
-    def _checkpoint_ok(self, state: _Catalog, seen: Seen) -> bool:
+    def _checkpoint_ok(self, state: CatalogState, seen: Seen) -> bool:
         raw = seen.raw
         checkpoint = raw.checkpoint()
         state.summary.checkpoints += 1
@@ -380,7 +354,7 @@ class Verifier:
         state.latest, state.unsigned_election = checkpoint, None
         return True
 
-    def _folds(self, state: _Catalog, partition: int, offset: int, data: bytes,
+    def _folds(self, state: CatalogState, partition: int, offset: int, data: bytes,
                raw: RawEvent | None = None) -> bool:  # fmt: skip
         """Fold the record; False, with its fault named, when it does not fit (the
         record is parsed then, if `raw` is not given)."""

@@ -9,10 +9,8 @@ refused (the caller dead-letters it), and a `Divergence` stops everything.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 from events.event import Event
 from projector.errors import DivergedAt, Divergence, StaleLeader
@@ -20,7 +18,6 @@ from projector.fold.apply import Delivery, Folding, classify
 from projector.fold.image import Image
 from projector.follower.watch import History, WatchEvent, published_changes
 from projector.kafka.clients import DeadLetter
-from projector.snapshot.store import load_newest
 
 log = logging.getLogger(__name__)
 
@@ -151,32 +148,3 @@ class CatalogFeed:
         """Hand the changes applied since the last flush to the watch history."""
         self.history.extend(self._batch, self._folding.resource_version)
         self._batch = []
-
-
-@dataclass(frozen=True, slots=True)
-class Start:
-    """Where a catalog's feed starts: from its newest snapshot of `topic`, or the log's start.
-
-    Attributes:
-        feed: The feed, its image the snapshot's (or empty).
-        offset: The events offset to read from; -1: the partition's beginning.
-        load_seconds: How long the snapshot took to load (None: no snapshot).
-    """
-
-    feed: CatalogFeed
-    offset: int
-    load_seconds: float | None
-
-    @classmethod
-    def of(cls, catalog: str, topic: str, snapshot_dir: Path | None,
-           history_limit: int) -> Start:  # fmt: skip
-        """The start of `catalog`'s feed on the events `topic`."""
-        began = time.perf_counter()
-        found = None if snapshot_dir is None else load_newest(snapshot_dir, catalog)
-        loaded = None if found is None else time.perf_counter() - began
-        image, offset = Image.empty(catalog), -1
-        if found is not None and found[1].topic == topic:
-            image, offset = found[0], found[1].next_offset
-            log.info("catalog %s: from snapshot at %d", catalog, image.resource_version)
-        history = History(image.resource_version, history_limit)
-        return cls(CatalogFeed(image, -1, history), offset, loaded)

@@ -14,8 +14,8 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -27,39 +27,20 @@ from events.errors import MetalogError
 from events.topics import Topics
 from projector.errors import ApplyError, FollowerError, FollowerStopped, WaitTimeout
 from projector.fold.image import Image
-from projector.follower.feed import CatalogFeed, FeedStats, Start
-from projector.follower.metrics import FollowerMetrics, Published
+from projector.follower.feed import CatalogFeed, FeedStats
+from projector.follower.metrics import FollowerMetrics, Lag, Published
 from projector.follower.schedule import SnapshotSchedule
+from projector.follower.start import snapshot, starts
 from projector.follower.tail import Tail
-from projector.follower.watch import (
-    History,
-    RegionCallback,
-    Watch,
-    WatchEvent,
-    datanode_loop,
-    deliver_changes,
-)
+from projector.follower.watch import Watch
+from projector.follower.watching import Watching
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
-from projector.snapshot.store import Position, write_snapshot
+from projector.snapshot.store import Position
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Lag:
-    """How far a catalog's image is behind.
-
-    Attributes:
-        events: High watermark minus the next offset to read (transaction
-            markers count too, so an idle, caught-up follower may show 1).
-        seconds: Now minus `occurred_at` of the last applied event (None before one).
-    """
-
-    events: int
-    seconds: float | None
-
-
-class Follower:
+class Follower(Watching):
     """Follows catalogs on the events topic; see the module docstring.
 
     Args:
@@ -283,69 +264,6 @@ class Follower:
                 for name, (image, offset) in self._published.items()
             }  # fmt: skip
 
-    def watching(self) -> int:
-        """How many of the watches made here still deliver."""
-        self._watches = [w for w in self._watches if w.running]
-        return len(self._watches)
-
-    # -- watching ------------------------------------------------------------
-
-    def watch(
-        self,
-        callback: Callable[[WatchEvent], object],
-        from_resource_version: int | None = None,
-        key_prefix: str | None = None,
-        catalog: str | None = None,
-    ) -> Watch:
-        """Deliver every published change after `from_resource_version` (None: from now).
-
-        Changes arrive in order, once, on the watch's own thread, then live.
-        To list then watch: `image = current()`, then watch from
-        `image.resource_version`.
-
-        Raises:
-            ResourceVersionTooOld: The follower no longer holds changes that old: re-list.
-        """
-        name = self._name(catalog)
-        self._load()
-        history = self._feeds[name].history
-        index = history.start(from_resource_version)
-        loop = deliver_changes(history, index, callback, key_prefix)
-        return self._watching(Watch(f"metalog-watch-{name}", loop))
-
-    def history(self, catalog: str | None = None) -> History:
-        """The catalog's window of published changes, which `watch` reads from.
-
-        For a server that multiplexes many watchers over one follower without a
-        thread each: a reader keeps its own index (`History.start`, `History.read`).
-        """
-        name = self._name(catalog)
-        self._load()
-        return self._feeds[name].history
-
-    def watch_datanode(
-        self,
-        datanode_id: int,
-        open_region: RegionCallback,
-        close_region: RegionCallback,
-        catalog: str | None = None,
-    ) -> Watch:
-        """Call back when regions are assigned to or taken from a datanode (CeresDB's loop).
-
-        At start every region the datanode holds is opened; then each newly
-        published image is diffed against the previous one.
-        """
-        name = self._name(catalog)
-        self._load()
-        loop = datanode_loop(
-            lambda seen: self.next_image(seen, 0.2, name), datanode_id, open_region, close_region
-        )
-        return self._watching(Watch(f"metalog-datanode-{datanode_id}", loop))
-
-    def _watching(self, watch: Watch) -> Watch:
-        self._watches.append(watch)
-        return watch
-
     # -- snapshots -----------------------------------------------------------
 
     def snapshot(self, catalog: str | None = None) -> Path:
@@ -355,12 +273,10 @@ class Follower:
             FollowerError: No snapshot directory was configured.
         """
         name = self._name(catalog)
-        if self.snapshot_dir is None:
-            raise FollowerError("no snapshot_dir: pass one to Follower(...) to take snapshots")
         with self._changed:
             image, offset = self._published[name]
         position = Position(self.topics.events, self._feeds[name].partition, offset)
-        return write_snapshot(self.snapshot_dir, image, position)
+        return snapshot(self.snapshot_dir, image, position)
 
     # -- the loop ------------------------------------------------------------
 
@@ -375,12 +291,9 @@ class Follower:
 
     def _load(self) -> None:
         with self._changed:
-            for name in self.catalogs:
-                if name in self._feeds:
-                    continue
-                start = Start.of(name, self.topics.events, self.snapshot_dir, self.history_limit)
-                if start.load_seconds is not None:
-                    self.metrics.snapshot_load_seconds.observe(start.load_seconds)
+            new = [name for name in self.catalogs if name not in self._feeds]
+            for name, start in starts(new, self.topics.events, self.snapshot_dir,
+                                      self.history_limit, self.metrics):  # fmt: skip
                 self._feeds[name] = start.feed
                 self._starts[name] = start.offset
                 self._published[name] = (start.feed.image, max(start.offset, 0))

@@ -17,16 +17,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from events.topics import Topics
 from projector.follower.feed import FeedStats
-from projector.kafka.clients import new_consumer, watermarks
+from projector.kafka.clients import new_consumer
 from projector.kafka.errors import READ_FAILURES
-from projector.kafka.partition import high_watermarks
+from projector.kafka.partition import high_watermarks, partition_bounds
 from projector.kafka.security import KafkaSecurity
 
 APPLY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
@@ -35,6 +35,20 @@ APPLY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.0
 
 LOAD_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Seconds to load a snapshot."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lag:
+    """How far a catalog's image is behind.
+
+    Attributes:
+        events: High watermark minus the next offset to read (transaction
+            markers count too, so an idle, caught-up follower may show 1).
+        seconds: Now minus `occurred_at` of the last applied event (None before one).
+    """
+
+    events: int
+    seconds: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +121,10 @@ def behind(follower: Followed, probe: Consumer | None = None) -> dict[str, Behin
             ends = high_watermarks(follower.bootstrap, topic, partitions,
                                    follower.security) if partitions else {}  # fmt: skip
         else:
-            ends = {p: watermarks(probe, TopicPartition(topic, p), 5.0)[1] for p in partitions}
-    except (KafkaException, *READ_FAILURES):  # the probe's raw error, or the one table's
+            ends = {p: partition_bounds(probe, TopicPartition(topic, p), follower.bootstrap,
+                                        follower.security, timeout=5.0)[1]
+                    for p in partitions}  # fmt: skip
+    except READ_FAILURES:  # the one table's
         ends = {}
     now = datetime.now(UTC)
     lags: dict[str, Behind] = {}

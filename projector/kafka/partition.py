@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import compress
 from typing import Any, Self
 
-from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from events.errors import MetalogError
@@ -121,10 +121,9 @@ class PartitionReader:
         Raises:
             The same as `partitions`.
         """
-        try:
-            return watermarks(self.consumer, KafkaPartition(self.topic, partition))
-        except KafkaException as exc:
-            raise self.failed(exc) from exc
+        return partition_bounds(self.consumer, KafkaPartition(self.topic, partition),
+                                self.bootstrap, self.security,
+                                unavailable=self._unavailable)  # fmt: skip
 
     def cached_high(self, partition: int) -> int:
         """The high offset of an assigned partition as last fetched (no request; negative:
@@ -143,6 +142,16 @@ class PartitionReader:
              settle: float = SETTLE) -> BoundedRead:  # fmt: skip
         """The partition's committed records from `start` up to `end` (see `BoundedRead`)."""
         return BoundedRead(self, partition, start, end, size, settle)
+
+    def read_decided(self, partition: int, start: int, size: int = 5000) -> BoundedRead:
+        """The partition's committed records from `start` up to its decided end
+        (`decided_ends`): every record committed before the call, the transactions below
+        that end waited on for up to `SETTLE` seconds (see `BoundedRead`).
+
+        Raises:
+            The same as `partitions`.
+        """
+        return self.read(partition, start, self.decided_ends([partition])[partition], size)
 
     def assign(self, starts: Mapping[int, int]) -> None:
         """Read the partitions from their offsets (a live read: `fetch`)."""
@@ -186,11 +195,8 @@ class PartitionReader:
 
     def failed(self, failure: KafkaException) -> MetalogError:
         """`failure` in metalog's words (the one error table; raise it `from failure`)."""
-        if self.security.username is not None:
-            self.consumer.poll(0)  # serves a refused sign-in's report (`secured`)
-        return kafka_error(failure, self.bootstrap, security=self.security,
-                           operation=f"READ {self.topic}",
-                           unavailable=self._unavailable)  # fmt: skip
+        return read_error(self.consumer, failure, self.bootstrap, self.security, self.topic,
+                          self._unavailable)  # fmt: skip
 
     def close(self) -> None:
         """Close the consumer."""
@@ -253,6 +259,36 @@ class BoundedRead:
         if self._settled is None:
             self._settled = time.monotonic() + self.settle
         return self.eof >= self.end or time.monotonic() >= self._settled
+
+
+def partition_bounds(
+    consumer: Consumer, tp: KafkaPartition, bootstrap: str, security: KafkaSecurity = PLAINTEXT,
+    *, timeout: float = 15.0, unavailable: Unavailable = ClusterUnavailable,
+) -> tuple[int, int]:  # fmt: skip
+    """`PartitionReader.bounds` through a consumer of the caller's own (a client's replies
+    reader, which reads on from the high offset): the low and high offsets of `tp`, waiting
+    out a topic that is still being created for up to `timeout` seconds.
+
+    Raises:
+        ClusterUnavailable: The cluster did not answer, or the topic is missing (or the
+            caller's `unavailable` kind).
+        AccessDenied: The cluster refused the principal.
+    """
+    try:
+        return watermarks(consumer, tp, timeout)
+    except KafkaException as exc:
+        raise read_error(consumer, exc, bootstrap, security, tp.topic, unavailable) from exc
+
+
+def read_error(consumer: Consumer, failure: KafkaException, bootstrap: str,
+               security: KafkaSecurity, topic: str,
+               unavailable: Unavailable = ClusterUnavailable) -> MetalogError:  # fmt: skip
+    """A read's `failure` through `consumer` in metalog's words (the one error table; raise
+    it `from failure`)."""
+    if security.username is not None:
+        consumer.poll(0)  # serves a refused sign-in's report (`secured`)
+    return kafka_error(failure, bootstrap, security=security, operation=f"READ {topic}",
+                       unavailable=unavailable)  # fmt: skip
 
 
 def high_watermarks(

@@ -119,9 +119,10 @@ class LogReader:
                              read=read) as reader:  # fmt: skip
             self.partition = reader.partition_of(self.catalog)
             low = reader.bounds(self.partition)[0]
-            self.end = reader.decided_ends([self.partition])[self.partition]
             self.start = max(self.start, low)
-            yield from reader.read(self.partition, self.start, self.end, self._batch)
+            span = reader.read_decided(self.partition, self.start, self._batch)
+            self.end = span.end
+            yield from span
 
 
 @functools.cache
