@@ -61,9 +61,9 @@ from metalog.stack import broker as stack
 from metalog.stack.config import DEFAULT_HEAP, StackConfig
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
-from producers.kafka.routing import read_layout
 from producers.leader.leader import Leader
 from producers.leader.log import read_events
+from producers.routing.layout import read_layout
 from projector.kafka.topics import create_topics
 
 KAFKA_PORTS = (19692, 19792, 19992)

@@ -40,7 +40,7 @@ from metalog.stack import cluster as stack_cluster
 from metalog.stack.config import StackConfig
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable, NotLeader
-from producers.kafka.routing import partition_for
+from producers.routing.layout import partition_for
 from projector.kafka.topics import create_metalog_topics
 
 PORT = 19870

@@ -55,8 +55,8 @@ from metalog.stack import broker as stack
 from metalog.stack import secure as stack_secure
 from metalog.stack.config import StackConfig
 from producers.client.client import MetadataClient
-from producers.kafka.routing import read_layout
 from producers.leader.log import read_events
+from producers.routing.layout import read_layout
 from projector.kafka.security import PLAINTEXT, KafkaSecurity
 
 MODES = ("plain", "secure")

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chaos import cluster, soak_projection
+from chaos import cluster
 from chaos.cluster import Layout
 from events.topics import Topics
 from events.values import Column
@@ -129,6 +129,8 @@ def soak(out: Path, minutes: float, rate: float, base_port: int, clients: int = 
          "--clients", str(clients)],
         stdout=subprocess.PIPE, stderr=(out / "load.log").open("ab"),
     )  # fmt: skip
+    if projection:  # it reads Delta tables (the `[spark]` extra); `--no-projection` needs none
+        from chaos import soak_projection
     projector = soak_projection.start(out, layout.direct, layout.prefix) if projection else None
     samples: list[dict[str, Any]] = []
     tables: dict[str, Any] | None = None

@@ -79,8 +79,9 @@ EXTRAS = {
 }  # fmt: skip
 """The libraries of the optional dependency groups (pyproject.toml), and their group."""
 
-NOT_BARE = ("producers.sql", "server", "streaming", "metalog.demo")
-"""What needs an extra: the SQL home, the server, the Spark jobs and readers, the demo."""
+NOT_BARE = ("producers.sql", "server", "streaming", "metalog.demo", "chaos.soak_projection")
+"""What needs an extra: the SQL home, the server, the Spark jobs and readers, the demo, the
+soak's check of the projection's tables."""
 
 BARE_IN_NOT_BARE = ("streaming", "streaming.errors", "streaming.spark", "streaming.spark.config",
                     "streaming.spark.jars")  # fmt: skip

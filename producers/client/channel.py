@@ -24,9 +24,9 @@ from events.errors import DecodeError
 from events.replies import Committed, Rejected
 from events.topics import COMMAND_ID_HEADER, REPLY_TO_HEADER, Topics
 from producers.errors import LeaderUnavailable
-from producers.kafka.errors import write_error
-from producers.kafka.routing import Layout, read_layout
 from producers.leader.waiter import Waiter
+from producers.routing.errors import write_error
+from producers.routing.layout import Layout, read_layout
 from projector.errors import AccessDenied
 from projector.kafka.clients import CLIENT_SETTINGS, NO_DELAY, next_batch
 from projector.kafka.errors import READ_FAILURES

@@ -6,8 +6,8 @@ import asyncio
 
 from events import commands as c
 from events.replies import Committed, Rejected
-from producers.kafka.routing import Layout
 from producers.leader.leader import Leader
+from producers.routing.layout import Layout
 
 
 class LeaderChannel:

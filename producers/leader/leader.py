@@ -29,7 +29,6 @@ from producers.errors import (
     TransactionFailed,
     rejection_from_reply,
 )
-from producers.kafka.routing import Layout, read_layout, read_record_limit
 from producers.leader.group import (
     Membership,
     close_quietly,
@@ -43,6 +42,7 @@ from producers.leader.metrics import LeaderMetrics
 from producers.leader.owner import Input, LeaderOptions, PartitionOwner
 from producers.leader.standby import Standby
 from producers.leader.waiter import Waiter
+from producers.routing.layout import Layout, read_layout, read_record_limit
 from projector.errors import AccessDenied, ApplyError
 from projector.kafka.clients import next_batch
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured

@@ -9,8 +9,8 @@ import time
 from events.replies import Committed, Rejected
 from events.topics import Topics, partition_for
 from producers.client.channel import LoopWaiter
-from producers.kafka.routing import Layout
 from producers.leader.waiter import Waiter
+from producers.routing.layout import Layout
 from projector.errors import AccessDenied
 
 REPLY = Committed(command_id="c1", catalog="greptime", resource_version=4, schema_epoch=4)

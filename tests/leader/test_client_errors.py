@@ -17,7 +17,7 @@ from events.topics import Topics
 from events.values import Column
 from producers.client.client import MetadataClient
 from producers.errors import InvalidCommand, InvalidName, LeaderUnavailable, OutOfRange, TooLarge
-from producers.kafka.errors import write_error
+from producers.routing.errors import write_error
 from projector.errors import AccessDenied, ClusterUnavailable
 from projector.kafka.errors import kafka_error
 from projector.kafka.security import KafkaSecurity

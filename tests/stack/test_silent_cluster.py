@@ -15,8 +15,8 @@ import pytest
 from confluent_kafka import Consumer
 
 from producers.decide.sizes import KAFKA_MAX_MESSAGE_BYTES, record_limit
-from producers.kafka.routing import read_record_limit
 from producers.leader.group import group_offset
+from producers.routing.layout import read_record_limit
 from projector.errors import ClusterUnavailable
 from projector.kafka.topics import TopicError, describe_topic_config
 

@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient
 from events.topics import Topics, partition_for
 from producers.decide.sizes import KAFKA_MAX_MESSAGE_BYTES, record_limit
 from producers.errors import LeaderUnavailable
-from producers.kafka.errors import write_error
+from producers.routing.errors import write_error
 from projector.errors import TopicError
 from projector.kafka.clients import CLIENT_SETTINGS
 from projector.kafka.security import PLAINTEXT, KafkaSecurity, access_error, secured
