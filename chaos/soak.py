@@ -129,9 +129,11 @@ def soak(out: Path, minutes: float, rate: float, base_port: int, clients: int = 
          "--clients", str(clients)],
         stdout=subprocess.PIPE, stderr=(out / "load.log").open("ab"),
     )  # fmt: skip
+    projector: subprocess.Popen[bytes] | None = None
     if projection:  # it reads Delta tables (the `[spark]` extra); `--no-projection` needs none
         from chaos import soak_projection
-    projector = soak_projection.start(out, layout.direct, layout.prefix) if projection else None
+
+        projector = soak_projection.start(out, layout.direct, layout.prefix)
     samples: list[dict[str, Any]] = []
     tables: dict[str, Any] | None = None
     try:

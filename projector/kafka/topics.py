@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
@@ -99,11 +101,8 @@ def create_topics(
     futures = admin.create_topics(new, request_timeout=timeout_s, operation_timeout=timeout_s)
     for name, future in futures.items():
         try:
-            future.result(timeout=timeout_s)
+            _answer(future, timeout_s, f"could not create topic `{name}` on {bootstrap}")
             created.append(name)
-        except TimeoutError:  # the future's own timeout: the cluster did not answer
-            raise TopicError(f"could not create topic `{name}` on {bootstrap}: no answer "
-                             f"within {timeout_s:.0f} s") from None  # fmt: skip
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 _raise_if_denied(exc, security, f"CREATE topic {name}")
@@ -155,10 +154,7 @@ def delete_topics(
     futures = admin.delete_topics(names, request_timeout=timeout_s, operation_timeout=timeout_s)
     for name, future in futures.items():
         try:
-            future.result(timeout=timeout_s)
-        except TimeoutError:  # the future's own timeout: the cluster did not answer
-            raise TopicError(f"could not delete topic `{name}` on {bootstrap}: no answer "
-                             f"within {timeout_s:.0f} s") from None  # fmt: skip
+            _answer(future, timeout_s, f"could not delete topic `{name}` on {bootstrap}")
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
                 _raise_if_denied(exc, security, f"DELETE topic {name}")
@@ -183,11 +179,23 @@ def describe_topic_config(
     resource = ConfigResource(ResourceType.TOPIC, name)
     admin = _admin(bootstrap, security)
     future = admin.describe_configs([resource], request_timeout=timeout_s)[resource]
+    failing = f"could not describe topic `{name}` on {bootstrap}"
     try:
-        entries = future.result(timeout=timeout_s)
-    except TimeoutError:  # the future's own timeout: the cluster did not answer
-        raise TopicError(f"could not describe topic `{name}` on {bootstrap}: no answer "
-                         f"within {timeout_s:.0f} s") from None  # fmt: skip
+        entries = _answer(future, timeout_s, failing)
     except KafkaException as exc:
-        raise TopicError(f"could not describe topic `{name}` on {bootstrap}: {exc}") from exc
+        raise TopicError(f"{failing}: {exc}") from exc
     return {key: entry.value for key, entry in entries.items() if entry.value is not None}
+
+
+def _answer(future: Future[Any], timeout_s: float, failing: str) -> Any:
+    """An admin call's answer; its future's own timeout (the cluster did not answer) is a
+    `TopicError` that starts with `failing` (a Kafka error is the caller's to read).
+
+    Raises:
+        TopicError: No answer within `timeout_s` seconds.
+        KafkaException: The cluster answered with an error.
+    """
+    try:
+        return future.result(timeout=timeout_s)
+    except TimeoutError:
+        raise TopicError(f"{failing}: no answer within {timeout_s:.0f} s") from None
