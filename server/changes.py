@@ -54,6 +54,10 @@ class Changes:
         catalog: The catalog.
         loop: The server's event loop (watchers wait on it).
         limit: Changes kept (older ones are dropped, as the history drops them).
+
+    Attributes:
+        at: The follower's resource_version at the last `refresh`: every change up to it
+            has been read.
     """
 
     def __init__(self, follower: Follower, catalog: str, loop: asyncio.AbstractEventLoop,
@@ -74,6 +78,7 @@ class Changes:
             self._floor = image.resource_version
         self._base = self._next
         self._items: deque[Change] = deque()
+        self.at = self._floor
         self._changed = asyncio.Event()
         self._wake_pending = threading.Event()
         self._watch: Watch = follower.watch(self._on_change, None, None, catalog)
@@ -88,16 +93,23 @@ class Changes:
         """The index after the newest change read so far."""
         return self._base + len(self._items)
 
-    def resource_version(self) -> int:
-        """The follower's current resource_version (take it before `advance`, for a bookmark)."""
-        return self._follower.current(self.catalog).resource_version
-
     def changed(self) -> asyncio.Event:
         """An event set at the next change (take it before reading: no wake-up is lost)."""
         return self._changed
 
-    def advance(self) -> None:
-        """Read and type what the history gained (in the event loop)."""
+    def refresh(self) -> None:
+        """Take the follower's resource_version, then read what the history gained (in the
+        event loop): every change at or below `at` is then read, and a watcher that sent
+        them all may bookmark `at`.
+
+        Once per wake for every watcher of the catalog: a watcher's own loop takes no
+        lock that the follower's threads hold.
+        """
+        at = self._follower.current(self.catalog).resource_version
+        self._advance()
+        self.at = at
+
+    def _advance(self) -> None:
         items, self._next = self._history.read(self._next, 0)
         for item in items:
             if item.op == MutationOp.DELETE:
@@ -118,7 +130,7 @@ class Changes:
         Raises:
             ResourceVersionTooOld: Changes that old are no longer kept: re-list, then watch.
         """
-        self.advance()
+        self.refresh()
         if from_resource_version is None:
             return self.end
         if from_resource_version < self._floor:
@@ -154,6 +166,6 @@ class Changes:
 
     def _wake(self) -> None:
         self._wake_pending.clear()
-        self.advance()
+        self.refresh()
         woken, self._changed = self._changed, asyncio.Event()
         woken.set()

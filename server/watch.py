@@ -74,13 +74,12 @@ class Hub:
         """
         wanted = parse_resource_version(resource_version)
         changes = await self.changes(catalog)
-        now = changes.resource_version()  # before `start`: no change at or below it is missed
         try:
             index = changes.start(wanted)
         except ResourceVersionTooOld as exc:
             return problem(exc)
         return WatchStream(changes, index, key_prefix, self.catalogs.settings,
-                           now if wanted is None else wanted, self.watches)  # fmt: skip
+                           changes.at if wanted is None else wanted, self.watches)  # fmt: skip
 
     def close(self) -> None:
         """Stop waking the loop."""
@@ -151,8 +150,7 @@ class WatchStream(Response):
         live = False
         while True:
             woken = changes.changed()
-            at = changes.resource_version()
-            changes.advance()
+            at = changes.at  # every change up to it is in `changes` (`Changes.refresh`)
             behind = changes.end - self.index
             if live and behind > settings.watch_lag_limit:
                 return SlowReader(settings.watch_lag_limit)
@@ -175,6 +173,7 @@ class WatchStream(Response):
                     await woken.wait()
             except TimeoutError:
                 await self._send(send, bookmark(self.sent_to))
+                changes.refresh()  # a quiet catalog: its resource_version may move all the same
 
     async def _send(self, send: Send, body: bytes) -> None:
         message: Message = {"type": "http.response.body", "body": body, "more_body": True}

@@ -32,7 +32,6 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import delta.tables
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
@@ -111,9 +110,9 @@ def maintain(spark: SparkSession, root: str, retain_hours: float = RETAIN_HOURS)
     """OPTIMIZE `changes` and `metadata_log` (one commit per trigger makes many small files)
     and VACUUM the files older versions no longer need."""
     for table in (CHANGES, "metadata_log"):
-        stored = delta.tables.DeltaTable.forPath(spark, _path(root, table))
-        stored.optimize().executeCompaction()
-        stored.vacuum(retain_hours)
+        path = _path(root, table)
+        spark.sql(f"OPTIMIZE delta.`{path}`")
+        spark.sql(f"VACUUM delta.`{path}` RETAIN {retain_hours} HOURS")
 
 
 class Maintenance:

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
-from delta.tables import DeltaTable
+from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -65,14 +65,14 @@ def committed(spark: SparkSession, path: str, tag: str) -> bool:
 
     Reads commit files only (the table's history), not its state.
     """
-    history = DeltaTable.forPath(spark, path).history(HISTORY_DEPTH)
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT {HISTORY_DEPTH}")
     return any(row[0] == tag for row in history.select("userMetadata").collect())
 
 
 def ensure_table(spark: SparkSession, path: str, schema: StructType,
                  properties: Mapping[str, str] | None = None) -> None:
     """Create an empty Delta table at `path` with its table `properties`, unless one exists."""
-    if DeltaTable.isDeltaTable(spark, path):
+    if DeltaTable.is_deltatable(path):
         return
     # Written from a DataFrame, every column is nullable (the table builder
     # would keep the schema's NOT NULL fields as constraints).

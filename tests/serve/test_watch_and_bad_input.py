@@ -52,6 +52,22 @@ def test_a_watch_replays_from_a_resource_version_then_goes_live_in_order(served:
     assert [rv for _, rv in seen] == sorted(rv for _, rv in seen)
 
 
+def test_bookmarks_of_a_filtered_stream_reach_the_catalogs_resource_version(
+        leader: object, wire: TopicSet, serve: Callable[[ServerSettings], Served]) -> None:
+    """Changes outside the prefix are not sent, but the bookmarks move past them."""
+    served = serve(settings_for(wire, bookmark_every=0.3))
+    with requests.get(served.url + f"{BASE}/watch", stream=True, timeout=60,
+                      params={"keyPrefix": "no-such-prefix/"}) as answer:
+        lines = _lines(answer)
+        first = next(lines)
+        assert first["type"] == "BOOKMARK"
+        made = served.post(f"{BASE}/commands/CreateTable", json=create_body("quiet")).json()
+        assert made["resource_version"] > first["resourceVersion"]
+        marks = [next(lines) for _ in range(20)]  # 6 s of bookmarks
+    assert {item["type"] for item in marks} == {"BOOKMARK"}
+    assert marks[-1]["resourceVersion"] >= made["resource_version"]
+
+
 def test_a_watch_older_than_the_kept_history_is_410_with_the_oldest(
     leader: object, wire: TopicSet, serve: Callable[[ServerSettings], Served]
 ) -> None:

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from bench.workload import Workload, encoded
 from streaming.layout import CHANGES, KIND_TABLES
-from streaming.readers.read import compacted_batch, read_current, read_table
-from streaming.spark.compact import COMPACTION_NICENESS, Maintenance
+from streaming.readers.read import compacted_batch, read_current, read_table, table_uri
+from streaming.spark.compact import COMPACTION_NICENESS, Maintenance, maintain
 from tests.fixtures.kafka import TopicSet
 from tests.fixtures.spark import projected
 
@@ -59,3 +60,22 @@ def test_the_scheduled_compaction_runs_in_a_niced_child_and_reaches_the_last_bat
     for table in KIND_TABLES:  # what readers see is what they saw before the compaction
         assert sorted(map(str, read_current(config.delta_dir, table).to_pylist())) == \
             before[table], table
+
+
+def test_maintenance_optimizes_the_appended_tables_and_keeps_their_rows(
+        spark: SparkSession, topics: Callable[..., TopicSet], tmp_path: Path) -> None:
+    """OPTIMIZE merges the small files of one commit per batch; VACUUM runs; no row changes."""
+    made = topics(partitions=PARTITIONS)
+    work = Workload(["auto"], seed=31)
+    work.run(30)
+    config = projected(spark, made, encoded(work.events()), tmp_path, PARTITIONS)
+    tables = (CHANGES, "metadata_log")
+    rows = {t: sorted(map(str, read_table(config.delta_dir, t).to_pylist())) for t in tables}
+    files = {t: len(DeltaTable(table_uri(config.delta_dir, t)).file_uris()) for t in tables}
+    assert all(count > 1 for count in files.values()), files
+
+    maintain(spark, config.delta_dir)
+
+    for table in tables:
+        assert len(DeltaTable(table_uri(config.delta_dir, table)).file_uris()) < files[table]
+        assert sorted(map(str, read_table(config.delta_dir, table).to_pylist())) == rows[table]
