@@ -16,7 +16,9 @@ costs, against the targets of issue 45:
   stack costs on this machine before any command is sent;
 - watch fan-out (`bench.http_watch`): `--watchers` HTTP watchers of one
   catalog while changes are committed at `--rate`/s: propagation p99 ≤ 2x a
-  lone follower's in the same run, and the server's memory per watcher.
+  lone follower's in the same run, and the server's memory per watcher; then the
+  same streams, lines of the same size at the same rate, from a bare asyncio
+  server (`bench.http_watch_floor`): what this machine does with the fan-out alone.
 
 How: ``python -m bench.http`` starts its own broker (a temporary state
 directory, fixed bench ports), a ``metalog leader`` process and ``metalog
@@ -42,11 +44,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bench.apply import CATALOG
 from bench.http_watch import FanOut, drain, fan_out
+from bench.http_watch_floor import floor_fan_out
 from bench.leader_load import Op, Result, closed_loop, log
 from bench.ports import broker, free_port_pair
 from events.topics import Topics
@@ -244,12 +248,14 @@ def report(results: list[Result], fans: list[FanOut]) -> None:
     if fans:
         print()
         print("| watchers | changes/s (achieved) | HTTP watch p50 / p99 ms | lone follower "
-              "p50 / p99 ms | p99 ÷ follower's (≤ 2) | server RSS per watcher | timed | dropped |")
-        print("|---|---|---|---|---|---|---|---|")
+              "p50 / p99 ms | p99 ÷ follower's (≤ 2) | bare asyncio fan-out p50 / p99 ms "
+              "| line bytes | server RSS per watcher | timed | dropped |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for f in fans:
             print(f"| {f.watchers:,} | {f.rate:,.0f} ({f.changes:,} changes) | "
                   f"{f.watch_p50_ms:.1f} / {f.watch_p99_ms:.1f} | {f.follower_p50_ms:.1f} / "
                   f"{f.follower_p99_ms:.1f} | {f.watch_p99_ms / f.follower_p99_ms:.2f} | "
+                  f"{f.floor_p50_ms:.1f} / {f.floor_p99_ms:.1f} | {f.line_bytes} | "
                   f"{f.rss_per_watcher_kib:.1f} KiB | {f.samples:,} | {f.dropped} |")
 
 
@@ -263,8 +269,12 @@ def run(bootstrap: str, args: argparse.Namespace, scratch: Path) -> None:
     if "watch" in args.phases:
         for watchers in args.watchers:
             log(f"watch: {watchers} watchers at {args.rate}/s for {args.watch_seconds:.0f} s")
-            fans.append(fan_out(bootstrap, serving, watchers, min(args.probes, watchers),
-                                args.rate, args.watch_seconds))  # fmt: skip
+            probes = min(args.probes, watchers)
+            fan = fan_out(bootstrap, serving, watchers, probes, args.rate, args.watch_seconds)
+            log(f"watch floor: {watchers} streams of {fan.line_bytes}-byte lines, bare asyncio")
+            p50, p99 = floor_fan_out(free_port_pair(HTTP_PORTS), watchers, probes, args.rate,
+                                     args.watch_seconds, fan.line_bytes)  # fmt: skip
+            fans.append(replace(fan, floor_p50_ms=p50, floor_p99_ms=p99))
     report(results, fans)
 
 

@@ -58,6 +58,11 @@ class FanOut:
     """(probe, resource_version) arrivals timed (a change without mutations sends no line)."""
     dropped: int
     """Drain watchers whose stream ended before the run did (an ERROR line, a closed socket)."""
+    line_bytes: int
+    """The mean length of a change line the probe watchers read."""
+    floor_p50_ms: float = float("nan")
+    floor_p99_ms: float = float("nan")
+    """The same fan-out from a bare asyncio server (`bench.http_watch_floor`)."""
 
 
 def rss_kib(pid: int) -> int:
@@ -122,6 +127,7 @@ class Probes:
         hostport, _, path = url.removeprefix("http://").partition("/")
         host, port = hostport.split(":")
         self.seen: list[dict[int, float]] = [{} for _ in range(count)]
+        self.lines = self.bytes = 0  # the change lines read, and their bytes
         self._ready = threading.Event()
         self._stop = threading.Event()
         self._error: BaseException | None = None
@@ -155,6 +161,8 @@ class Probes:
                 if b'"BOOKMARK"' in line or b'"ERROR"' in line:
                     continue
                 seen.setdefault(json.loads(line)["resourceVersion"], now)
+                self.lines += 1
+                self.bytes += len(line)
 
         tasks = [asyncio.ensure_future(read(r, s)) for (r, _), s in zip(streams, self.seen,
                                                                        strict=True)]
@@ -229,7 +237,8 @@ def fan_out(bootstrap: str, serve: Any, watchers: int, probes: int, rate: int,
     return FanOut(watchers, result["achieved"], count, percentile(watch, 0.5),
                   percentile(watch, 0.99), percentile(lone, 0.5), percentile(lone, 0.99),
                   (after - before) / watchers, len(watch),
-                  json.loads(out.strip().splitlines()[-1])["ended"])
+                  json.loads(out.strip().splitlines()[-1])["ended"],
+                  probed.bytes // max(1, probed.lines))  # fmt: skip
 
 
 class _Observer:

@@ -11,10 +11,10 @@ loop when a batch is published.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import json
 import threading
-from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +77,7 @@ class Changes:
             self._next = self._history.start(None)
             self._floor = image.resource_version
         self._base = self._next
-        self._items: deque[Change] = deque()
+        self._items: list[Change] = []  # a list: a watcher reads a slice of it, O(slice)
         self.at = self._floor
         self._changed = asyncio.Event()
         self._wake_pending = threading.Event()
@@ -119,10 +119,11 @@ class Changes:
                 kind = "MODIFIED" if item.key in self._present else "ADDED"
                 self._present.add(item.key)
             self._items.append(Change(kind, item, line(kind, item)))
-        while len(self._items) > self._limit:
-            dropped = self._items.popleft()
-            self._base += 1
-            self._floor = max(self._floor, dropped.event.resource_version)
+        excess = len(self._items) - self._limit
+        if excess > 0:
+            self._floor = max(self._floor, self._items[excess - 1].event.resource_version)
+            del self._items[:excess]
+            self._base += excess
 
     def start(self, from_resource_version: int | None) -> int:
         """The index of the first change after `from_resource_version` (None: from now).
@@ -135,12 +136,8 @@ class Changes:
             return self.end
         if from_resource_version < self._floor:
             raise ResourceVersionTooOld(from_resource_version, self._floor)
-        index = self._base
-        for change in self._items:
-            if change.event.resource_version > from_resource_version:
-                break
-            index += 1
-        return index
+        return self._base + bisect.bisect_right(
+            self._items, from_resource_version, key=lambda change: change.event.resource_version)
 
     def read(self, index: int, most: int) -> list[Change]:
         """Up to `most` changes from `index` on.
@@ -151,7 +148,7 @@ class Changes:
         if index < self._base:
             raise ResourceVersionTooOld(-1, self._floor)
         start = index - self._base
-        return [self._items[i] for i in range(start, min(start + most, len(self._items)))]
+        return self._items[start : start + most]
 
     def close(self) -> None:
         """Stop the follower's watch that wakes the loop."""
