@@ -248,14 +248,17 @@ def report(results: list[Result], fans: list[FanOut]) -> None:
     if fans:
         print()
         print("| watchers | changes/s (achieved) | HTTP watch p50 / p99 ms | lone follower "
-              "p50 / p99 ms | p99 ÷ follower's (≤ 2) | bare asyncio fan-out p50 / p99 ms "
-              "| line bytes | server RSS per watcher | timed | dropped |")  # fmt: skip
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "p50 / p99 ms | p99 ÷ follower's (≤ 2) | bare asyncio fan-out p50 / p99 ms, "
+              "alone / with the commits | machine idle: HTTP / floor alone / with the "
+              "commits | line bytes | server RSS per watcher | timed | dropped |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for f in fans:
             print(f"| {f.watchers:,} | {f.rate:,.0f} ({f.changes:,} changes) | "
                   f"{f.watch_p50_ms:.1f} / {f.watch_p99_ms:.1f} | {f.follower_p50_ms:.1f} / "
                   f"{f.follower_p99_ms:.1f} | {f.watch_p99_ms / f.follower_p99_ms:.2f} | "
-                  f"{f.floor_p50_ms:.1f} / {f.floor_p99_ms:.1f} | {f.line_bytes} | "
+                  f"{f.floor[0]:.1f} / {f.floor[1]:.1f}, {f.loaded_floor[0]:.1f} / "
+                  f"{f.loaded_floor[1]:.1f} | {f.idle:.0%} / {f.floor[2]:.0%} / "
+                  f"{f.loaded_floor[2]:.0%} | {f.line_bytes} | "
                   f"{f.rss_per_watcher_kib:.1f} KiB | {f.samples:,} | {f.dropped} |")
 
 
@@ -272,9 +275,17 @@ def run(bootstrap: str, args: argparse.Namespace, scratch: Path) -> None:
             probes = min(args.probes, watchers)
             fan = fan_out(bootstrap, serving, watchers, probes, args.rate, args.watch_seconds)
             log(f"watch floor: {watchers} streams of {fan.line_bytes}-byte lines, bare asyncio")
-            p50, p99 = floor_fan_out(free_port_pair(HTTP_PORTS), watchers, probes, args.rate,
-                                     args.watch_seconds, fan.line_bytes)  # fmt: skip
-            fans.append(replace(fan, floor_p50_ms=p50, floor_p99_ms=p99))
+            floor = floor_fan_out(free_port_pair(HTTP_PORTS), watchers, probes, args.rate,
+                                  args.watch_seconds, fan.line_bytes)  # fmt: skip
+            log(f"watch floor again, while {args.rate}/s are committed to Kafka")
+            prefix = f"bhttp{uuid.uuid4().hex[:8]}"
+            create_metalog_topics(bootstrap, prefix, 1)
+            loaded = floor_fan_out(free_port_pair(HTTP_PORTS), watchers, probes, args.rate,
+                                   args.watch_seconds, fan.line_bytes,
+                                   [sys.executable, "-m", "bench.follower", "--leader",
+                                    bootstrap, prefix, str(args.rate),
+                                    str(args.watch_seconds)])  # fmt: skip
+            fans.append(replace(fan, floor=floor, loaded_floor=loaded))
     report(results, fans)
 
 

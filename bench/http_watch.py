@@ -42,6 +42,9 @@ from projector.kafka.topics import create_metalog_topics
 REPO = Path(__file__).resolve().parents[1]
 
 
+NAN = float("nan")
+
+
 @dataclass(frozen=True)
 class FanOut:
     """What one fan-out run measured."""
@@ -60,9 +63,25 @@ class FanOut:
     """Drain watchers whose stream ended before the run did (an ERROR line, a closed socket)."""
     line_bytes: int
     """The mean length of a change line the probe watchers read."""
-    floor_p50_ms: float = float("nan")
-    floor_p99_ms: float = float("nan")
-    """The same fan-out from a bare asyncio server (`bench.http_watch_floor`)."""
+    idle: float
+    """The machine's idle share of its CPU time while the changes were committed."""
+    floor: tuple[float, float, float] = (NAN, NAN, NAN)
+    """The same fan-out from a bare asyncio server (`bench.http_watch_floor`): p50 and
+    p99 ms, the machine's idle share."""
+    loaded_floor: tuple[float, float, float] = (NAN, NAN, NAN)
+    """The same, while the same changes are committed to Kafka."""
+
+
+def cpu_jiffies() -> tuple[int, int]:
+    """The machine's idle and total CPU time so far, in jiffies (Linux `/proc/stat`)."""
+    fields = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return fields[3] + fields[4], sum(fields)  # idle + iowait, everything
+
+
+def idle_since(before: tuple[int, int]) -> float:
+    """The machine's idle share of its CPU time since `before` (`cpu_jiffies`)."""
+    idle, total = cpu_jiffies()
+    return (idle - before[0]) / max(1, total - before[1])
 
 
 def rss_kib(pid: int) -> int:
@@ -217,10 +236,12 @@ def fan_out(bootstrap: str, serve: Any, watchers: int, probes: int, rate: int,
             time.sleep(1.0)  # let the server settle with every watcher open
             after = rss_kib(pid)
             visible = _observe(follower)
+            jiffies = cpu_jiffies()
             produced = subprocess.run(
                 [sys.executable, "-m", "bench.follower", "--leader", bootstrap, topics.prefix,
                  str(rate), str(seconds)],
                 check=True, capture_output=True, text=True, timeout=3600, cwd=REPO)  # fmt: skip
+            idle = idle_since(jiffies)
             result = json.loads(produced.stdout.strip().splitlines()[-1])
             follower.wait_for(count, timeout=120)
             deadline = time.monotonic() + 10  # the last change's lines reach every probe
@@ -238,7 +259,7 @@ def fan_out(bootstrap: str, serve: Any, watchers: int, probes: int, rate: int,
                   percentile(watch, 0.99), percentile(lone, 0.5), percentile(lone, 0.99),
                   (after - before) / watchers, len(watch),
                   json.loads(out.strip().splitlines()[-1])["ended"],
-                  probed.bytes // max(1, probed.lines))  # fmt: skip
+                  probed.bytes // max(1, probed.lines), idle)  # fmt: skip
 
 
 class _Observer:

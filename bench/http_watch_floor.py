@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.http_watch import Probes
+from bench.http_watch import Probes, cpu_jiffies, idle_since
 from bench.leader_load import percentile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -90,9 +90,15 @@ def serve(port: int, rate: float, count: int, size: int) -> None:
     print(json.dumps({"began": asyncio.run(_serve(port, rate, count, size))}), flush=True)
 
 
-def floor_fan_out(port: int, watchers: int, probes: int, rate: int, seconds: float,
-                  size: int) -> tuple[float, float]:  # fmt: skip
-    """Propagation p50 and p99 (ms) of the bare fan-out at `watchers` streams (`probes` timed)."""
+def floor_fan_out(port: int, watchers: int, probes: int, rate: int, seconds: float, size: int,
+                  load: list[str] | None = None) -> tuple[float, float, float]:  # fmt: skip
+    """Propagation p50 and p99 (ms) of the bare fan-out at `watchers` streams (`probes`
+    timed), and the machine's idle share while the lines came due.
+
+    Args:
+        load: A command run while the lines come due (`bench.http`: the same commits to
+            Kafka as the HTTP run's), or None.
+    """
     count = int(rate * seconds)
     server = subprocess.Popen(
         [sys.executable, "-m", "bench.http_watch_floor", "--serve", str(port), str(rate),
@@ -112,8 +118,14 @@ def floor_fan_out(port: int, watchers: int, probes: int, rate: int, seconds: flo
             raise RuntimeError("the drain watchers did not connect")
         with Probes(url, probes) as probed:
             time.sleep(1.0)
+            jiffies = cpu_jiffies()
             server.stdin.write("go\n")
             server.stdin.flush()
+            if load is not None:
+                subprocess.run(load, check=True, capture_output=True, timeout=3600, cwd=REPO)
+            else:
+                time.sleep(seconds)
+            idle = idle_since(jiffies)
             deadline = time.monotonic() + seconds + 30
             while time.monotonic() < deadline and not all(s and max(s) >= count
                                                           for s in probed.seen):
@@ -125,7 +137,7 @@ def floor_fan_out(port: int, watchers: int, probes: int, rate: int, seconds: flo
     began = json.loads(out.strip().splitlines()[-1])["began"]
     latencies = sorted(max(0.0, at - (began + (rv - 1) / rate)) * 1000
                        for seen in probed.seen for rv, at in seen.items())  # fmt: skip
-    return percentile(latencies, 0.5), percentile(latencies, 0.99)
+    return percentile(latencies, 0.5), percentile(latencies, 0.99), idle
 
 
 if __name__ == "__main__":

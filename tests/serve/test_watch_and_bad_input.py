@@ -91,18 +91,37 @@ def test_a_garbage_resource_version_is_a_400_problem(served: Served, value: str)
         assert answer.json()["error"] == "InvalidResourceVersion"
 
 
-def test_a_watcher_behind_the_lag_limit_gets_a_last_line_naming_the_reason(
+def test_a_watcher_that_reads_nothing_is_ended_past_the_lag_limit_naming_the_reason(
     leader: object, wire: TopicSet, serve: Callable[[ServerSettings], Served]
 ) -> None:
-    """One CreateTable makes more key changes than a lag limit of 2: the stream ends with ERROR."""
+    """Its socket full, more than the lag limit of changes wait for it: the last line is
+    an ERROR naming SlowReader, after the changes its socket took, in order."""
     strict = serve(settings_for(wire, watch_lag_limit=2))
-    with requests.get(strict.url + f"{BASE}/watch", stream=True, timeout=60) as answer:
-        lines = _lines(answer)
-        assert next(lines)["type"] == "BOOKMARK"
-        strict.post(f"{BASE}/commands/CreateTable", json=create_body("burst", datanodes=[1, 2]))
-        rest = list(lines)
-    assert rest[-1]["type"] == "ERROR"
-    assert rest[-1]["object"]["error"] == "SlowReader" and rest[-1]["object"]["limit"] == 2
+    assert strict.post(f"{BASE}/commands/CreateTable", json=create_body("slow")).status_code == 200
+    host, port = strict.url.removeprefix("http://").split(":")
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # then ~3 MB fill both sockets
+    reader.settimeout(60)
+    reader.connect((host, int(port)))
+    reader.sendall(f"GET {BASE}/watch HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
+    received = b""
+    while b"BOOKMARK" not in received:
+        received += reader.recv(4096)
+    note = "x" * 300_000  # 20 changes of 300 kB: more than the two sockets hold
+    for i in range(20):
+        altered = strict.post(f"{BASE}/commands/AlterTable",
+                              json={"schema_name": "public", "table_name": "slow",
+                                    "set_options": {"note": f"{i:02}{note}"}})  # fmt: skip
+        assert altered.status_code == 200
+    while chunk := reader.recv(1 << 16):
+        received += chunk
+    reader.close()
+    lines = [json.loads(raw) for raw in received.partition(b"\r\n\r\n")[2].splitlines()]
+    assert lines[-1]["type"] == "ERROR"
+    assert lines[-1]["object"]["error"] == "SlowReader" and lines[-1]["object"]["limit"] == 2
+    notes = [item["object"]["value"]["options"]["note"][:2] for item in lines
+             if item["type"] == "MODIFIED"]  # fmt: skip
+    assert 0 < len(notes) < 20 and notes == [f"{i:02}" for i in range(len(notes))]
     assert strict.get("/healthz").status_code == 200
 
 
