@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.apply import CATALOG
-from bench.http_watch import FanOut, drain, fan_out
+from bench.http_watch import FanOut, commits, drain, fan_out
 from bench.http_watch_floor import floor_fan_out
 from bench.leader_load import Op, Result, closed_loop, log
 from bench.ports import broker, free_port_pair
@@ -256,9 +256,9 @@ def report(results: list[Result], fans: list[FanOut]) -> None:
             print(f"| {f.watchers:,} | {f.rate:,.0f} ({f.changes:,} changes) | "
                   f"{f.watch_p50_ms:.1f} / {f.watch_p99_ms:.1f} | {f.follower_p50_ms:.1f} / "
                   f"{f.follower_p99_ms:.1f} | {f.watch_p99_ms / f.follower_p99_ms:.2f} | "
-                  f"{f.floor[0]:.1f} / {f.floor[1]:.1f}, {f.loaded_floor[0]:.1f} / "
-                  f"{f.loaded_floor[1]:.1f} | {f.idle:.0%} / {f.floor[2]:.0%} / "
-                  f"{f.loaded_floor[2]:.0%} | {f.line_bytes} | "
+                  f"{f.floor.p50_ms:.1f} / {f.floor.p99_ms:.1f}, {f.loaded_floor.p50_ms:.1f} / "
+                  f"{f.loaded_floor.p99_ms:.1f} | {f.idle:.0%} / {f.floor.idle:.0%} / "
+                  f"{f.loaded_floor.idle:.0%} | {f.line_bytes} | "
                   f"{f.rss_per_watcher_kib:.1f} KiB | {f.samples:,} | {f.dropped} |")
 
 
@@ -282,9 +282,7 @@ def run(bootstrap: str, args: argparse.Namespace, scratch: Path) -> None:
             create_metalog_topics(bootstrap, prefix, 1)
             loaded = floor_fan_out(free_port_pair(HTTP_PORTS), watchers, probes, args.rate,
                                    args.watch_seconds, fan.line_bytes,
-                                   [sys.executable, "-m", "bench.follower", "--leader",
-                                    bootstrap, prefix, str(args.rate),
-                                    str(args.watch_seconds)])  # fmt: skip
+                                   commits(bootstrap, prefix, args.rate, args.watch_seconds))
             fans.append(replace(fan, floor=floor, loaded_floor=loaded))
     report(results, fans)
 

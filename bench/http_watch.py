@@ -42,7 +42,17 @@ from projector.kafka.topics import create_metalog_topics
 REPO = Path(__file__).resolve().parents[1]
 
 
-NAN = float("nan")
+@dataclass(frozen=True)
+class Floor:
+    """The same fan-out from a bare asyncio server (`bench.http_watch_floor`)."""
+
+    p50_ms: float
+    p99_ms: float
+    idle: float
+    """The machine's idle share of its CPU time while the lines came due."""
+
+
+NO_FLOOR = Floor(float("nan"), float("nan"), float("nan"))
 
 
 @dataclass(frozen=True)
@@ -65,11 +75,10 @@ class FanOut:
     """The mean length of a change line the probe watchers read."""
     idle: float
     """The machine's idle share of its CPU time while the changes were committed."""
-    floor: tuple[float, float, float] = (NAN, NAN, NAN)
-    """The same fan-out from a bare asyncio server (`bench.http_watch_floor`): p50 and
-    p99 ms, the machine's idle share."""
-    loaded_floor: tuple[float, float, float] = (NAN, NAN, NAN)
-    """The same, while the same changes are committed to Kafka."""
+    floor: Floor = NO_FLOOR
+    """The bare fan-out alone."""
+    loaded_floor: Floor = NO_FLOOR
+    """The bare fan-out while the same changes are committed to Kafka."""
 
 
 def cpu_jiffies() -> tuple[int, int]:
@@ -82,6 +91,13 @@ def idle_since(before: tuple[int, int]) -> float:
     """The machine's idle share of its CPU time since `before` (`cpu_jiffies`)."""
     idle, total = cpu_jiffies()
     return (idle - before[0]) / max(1, total - before[1])
+
+
+def commits(bootstrap: str, prefix: str, rate: int, seconds: float) -> list[str]:
+    """The command that commits `rate` changes a second for `seconds` to `prefix`'s topics
+    and prints when each was acked (`bench.follower --leader`)."""
+    return [sys.executable, "-m", "bench.follower", "--leader", bootstrap, prefix, str(rate),
+            str(seconds)]  # fmt: skip
 
 
 def rss_kib(pid: int) -> int:
@@ -237,10 +253,9 @@ def fan_out(bootstrap: str, serve: Any, watchers: int, probes: int, rate: int,
             after = rss_kib(pid)
             visible = _observe(follower)
             jiffies = cpu_jiffies()
-            produced = subprocess.run(
-                [sys.executable, "-m", "bench.follower", "--leader", bootstrap, topics.prefix,
-                 str(rate), str(seconds)],
-                check=True, capture_output=True, text=True, timeout=3600, cwd=REPO)  # fmt: skip
+            produced = subprocess.run(commits(bootstrap, topics.prefix, rate, seconds),
+                                      check=True, capture_output=True, text=True, timeout=3600,
+                                      cwd=REPO)  # fmt: skip
             idle = idle_since(jiffies)
             result = json.loads(produced.stdout.strip().splitlines()[-1])
             follower.wait_for(count, timeout=120)

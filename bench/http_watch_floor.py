@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.http_watch import Probes, cpu_jiffies, idle_since
+from bench.http_watch import Floor, Probes, cpu_jiffies, idle_since
 from bench.leader_load import percentile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,9 +91,9 @@ def serve(port: int, rate: float, count: int, size: int) -> None:
 
 
 def floor_fan_out(port: int, watchers: int, probes: int, rate: int, seconds: float, size: int,
-                  load: list[str] | None = None) -> tuple[float, float, float]:  # fmt: skip
-    """Propagation p50 and p99 (ms) of the bare fan-out at `watchers` streams (`probes`
-    timed), and the machine's idle share while the lines came due.
+                  load: list[str] | None = None) -> Floor:  # fmt: skip
+    """Propagation p50 and p99 of the bare fan-out at `watchers` streams (`probes` timed),
+    and the machine's idle share while the lines came due.
 
     Args:
         load: A command run while the lines come due (`bench.http`: the same commits to
@@ -137,7 +137,7 @@ def floor_fan_out(port: int, watchers: int, probes: int, rate: int, seconds: flo
     began = json.loads(out.strip().splitlines()[-1])["began"]
     latencies = sorted(max(0.0, at - (began + (rv - 1) / rate)) * 1000
                        for seen in probed.seen for rv, at in seen.items())  # fmt: skip
-    return percentile(latencies, 0.5), percentile(latencies, 0.99), idle
+    return Floor(percentile(latencies, 0.5), percentile(latencies, 0.99), idle)
 
 
 if __name__ == "__main__":
