@@ -17,8 +17,8 @@ costs, against the targets of issue 45:
 - watch fan-out (`bench.http_watch`): `--watchers` HTTP watchers of one
   catalog while changes are committed at `--rate`/s: propagation p99 ≤ 2x a
   lone follower's in the same run, and the server's memory per watcher; then the
-  same streams, lines of the same size at the same rate, from a bare asyncio
-  server (`bench.http_watch_floor`): what this machine does with the fan-out alone.
+  same streams of the same commits from a bare asyncio server that follows them
+  with metalog's follower (`bench.http_watch_floor`): the design's floor here.
 
 How: ``python -m bench.http`` starts its own broker (a temporary state
 directory, fixed bench ports), a ``metalog leader`` process and ``metalog
@@ -248,18 +248,17 @@ def report(results: list[Result], fans: list[FanOut]) -> None:
     if fans:
         print()
         print("| watchers | changes/s (achieved) | HTTP watch p50 / p99 ms | lone follower "
-              "p50 / p99 ms | p99 ÷ follower's (≤ 2) | bare asyncio fan-out p50 / p99 ms, "
-              "alone / with the commits | machine idle: HTTP / floor alone / with the "
-              "commits | line bytes | server RSS per watcher | timed | dropped |")  # fmt: skip
+              "p50 / p99 ms | p99 ÷ follower's (≤ 2) | bare asyncio fan-out of the follower "
+              "p50 / p99 ms | machine idle: HTTP / floor | line bytes | server RSS per "
+              "watcher | timed | dropped |")  # fmt: skip
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for f in fans:
             print(f"| {f.watchers:,} | {f.rate:,.0f} ({f.changes:,} changes) | "
                   f"{f.watch_p50_ms:.1f} / {f.watch_p99_ms:.1f} | {f.follower_p50_ms:.1f} / "
                   f"{f.follower_p99_ms:.1f} | {f.watch_p99_ms / f.follower_p99_ms:.2f} | "
-                  f"{f.floor.p50_ms:.1f} / {f.floor.p99_ms:.1f}, {f.loaded_floor.p50_ms:.1f} / "
-                  f"{f.loaded_floor.p99_ms:.1f} | {f.idle:.0%} / {f.floor.idle:.0%} / "
-                  f"{f.loaded_floor.idle:.0%} | {f.line_bytes} | "
-                  f"{f.rss_per_watcher_kib:.1f} KiB | {f.samples:,} | {f.dropped} |")
+                  f"{f.floor.p50_ms:.1f} / {f.floor.p99_ms:.1f} | {f.idle:.0%} / "
+                  f"{f.floor.idle:.0%} | {f.line_bytes} | {f.rss_per_watcher_kib:.1f} KiB | "
+                  f"{f.samples:,} | {f.dropped} |")
 
 
 def run(bootstrap: str, args: argparse.Namespace, scratch: Path) -> None:
@@ -274,16 +273,13 @@ def run(bootstrap: str, args: argparse.Namespace, scratch: Path) -> None:
             log(f"watch: {watchers} watchers at {args.rate}/s for {args.watch_seconds:.0f} s")
             probes = min(args.probes, watchers)
             fan = fan_out(bootstrap, serving, watchers, probes, args.rate, args.watch_seconds)
-            log(f"watch floor: {watchers} streams of {fan.line_bytes}-byte lines, bare asyncio")
-            floor = floor_fan_out(free_port_pair(HTTP_PORTS), watchers, probes, args.rate,
-                                  args.watch_seconds, fan.line_bytes)  # fmt: skip
-            log(f"watch floor again, while {args.rate}/s are committed to Kafka")
+            log(f"watch floor: {watchers} streams of the same commits, bare asyncio")
             prefix = f"bhttp{uuid.uuid4().hex[:8]}"
             create_metalog_topics(bootstrap, prefix, 1)
-            loaded = floor_fan_out(free_port_pair(HTTP_PORTS), watchers, probes, args.rate,
-                                   args.watch_seconds, fan.line_bytes,
-                                   commits(bootstrap, prefix, args.rate, args.watch_seconds))
-            fans.append(replace(fan, floor=floor, loaded_floor=loaded))
+            floor = floor_fan_out(free_port_pair(HTTP_PORTS), watchers, probes,
+                                  commits(bootstrap, prefix, args.rate, args.watch_seconds),
+                                  (bootstrap, prefix))  # fmt: skip
+            fans.append(replace(fan, floor=floor))
     report(results, fans)
 
 

@@ -1,19 +1,17 @@
-"""The watch fan-out's floor: the same streams fed by a bare asyncio server, no HTTP stack,
-no Kafka (for ``bench.http``'s watch phase).
+"""The watch fan-out's floor: the same streams fed by a bare asyncio server that follows
+the same commits with metalog's own follower, no HTTP stack (for ``bench.http``).
 
-Why: `metalog serve`'s watch streams fall behind at 1,000 watchers. This says what
-this machine does with the same fan-out and nothing else: one asyncio process (as
-`metalog serve` is one) answers each GET with an HTTP/1.0 200 and a BOOKMARK line,
-then, once told to go, makes `rate` lines a second come due, each `line_bytes` long
-(a resource_version and padding: the size of the server's lines in the same run),
-and writes what came due since its last round to every open stream, one
-`transport.write` per stream per round, back to back: no framework, no coroutine
-and no check per watcher, the least a Python server can do per watcher. The same
-drain and probe watchers as `bench.http_watch` read them; a line's propagation is
-its arrival at a probe minus the moment it came due (one CLOCK_MONOTONIC for every
-process).
+Why: it says what this machine does with the fan-out and nothing more: one asyncio
+process (as `metalog serve` is one) follows the catalog with `Follower` and
+`server.changes.Changes` (the same typed NDJSON lines, about 2.5 a change in this
+workload), answers each GET with an HTTP/1.0 200 and a BOOKMARK line, then on each
+wake writes the new lines, joined once, to every open stream: one `transport.write`
+per stream per wake, no framework, no coroutine and no check per watcher, the least a
+Python server can do per watcher. The same drain and probe watchers as
+`bench.http_watch` read them, while the same commits as the HTTP run's go through the
+broker; propagation is arrival at a probe minus commit ack, as for `metalog serve`.
 
-Run in a child process by `floor_fan_out` (`--serve PORT RATE COUNT LINE_BYTES`).
+Run in a child process by `floor_fan_out` (`--serve PORT BOOTSTRAP PREFIX`).
 """
 
 from __future__ import annotations
@@ -22,22 +20,19 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
+from bench.apply import CATALOG
 from bench.http_watch import Floor, Probes, cpu_jiffies, idle_since
 from bench.leader_load import percentile
+from events.topics import Topics
+from projector.follower.follower import Follower
+from server.changes import Changes
 
 REPO = Path(__file__).resolve().parents[1]
 BOOKMARK = b'{"type":"BOOKMARK","object":{"key":null,"value":null},"resourceVersion":0}\n'
 HEAD = b"HTTP/1.0 200 OK\r\ncontent-type: application/x-ndjson\r\n\r\n"
-
-
-def line(resource_version: int, size: int) -> bytes:
-    """A MODIFIED line of about `size` bytes for `resource_version`."""
-    start = b'{"type":"MODIFIED","object":{"key":"k","value":"'
-    end = b'"},"resourceVersion":%d}\n' % resource_version
-    return start + b"x" * max(0, size - len(start) - len(end)) + end
 
 
 class Stream(asyncio.Protocol):
@@ -65,44 +60,43 @@ class Stream(asyncio.Protocol):
             self.streams.discard(self.transport)
 
 
-async def _serve(port: int, rate: float, count: int, size: int) -> float:
+async def _serve(port: int, bootstrap: str, prefix: str) -> None:
     streams: set[asyncio.Transport] = set()
     loop = asyncio.get_running_loop()
     server = await loop.create_server(lambda: Stream(streams), "127.0.0.1", port, backlog=2048)
-    print("listening", flush=True)
-    await loop.run_in_executor(None, sys.stdin.readline)  # "go"
-    began, sent = time.monotonic(), 0
-    while sent < count:
-        due = min(count, int((time.monotonic() - began) * rate) + 1)
-        if due > sent:
-            body = b"".join(line(rv, size) for rv in range(sent + 1, due + 1))
-            for transport in streams:
-                transport.write(body)
-            sent = due
-        await asyncio.sleep(max(0.0, began + sent / rate - time.monotonic()))  # the next due
-    await loop.run_in_executor(None, sys.stdin.readline)  # "stop"
+    with Follower(bootstrap, CATALOG, topics=Topics(prefix)) as follower:
+        follower.wait_caught_up(60)
+        changes = Changes(follower, CATALOG, loop, 100_000)
+        print("listening", flush=True)
+        stop = loop.run_in_executor(None, sys.stdin.readline)
+        index = changes.end
+        while not stop.done():
+            woken = changes.changed()
+            end = changes.end
+            if end > index:
+                lines, _ = changes.lines(index, end - index, None)
+                index = end
+                for transport in streams:
+                    transport.write(lines)
+                continue
+            waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(woken.wait()), stop]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        changes.close()
     server.close()
-    return began
 
 
-def serve(port: int, rate: float, count: int, size: int) -> None:
-    """(In the child) serve until told to stop, then print when the first line came due."""
-    print(json.dumps({"began": asyncio.run(_serve(port, rate, count, size))}), flush=True)
-
-
-def floor_fan_out(port: int, watchers: int, probes: int, rate: int, seconds: float, size: int,
-                  load: list[str] | None = None) -> Floor:  # fmt: skip
+def floor_fan_out(port: int, watchers: int, probes: int, commits: list[str],
+                  follow: tuple[str, str]) -> Floor:  # fmt: skip
     """Propagation p50 and p99 of the bare fan-out at `watchers` streams (`probes` timed),
-    and the machine's idle share while the lines came due.
+    and the machine's idle share while the changes were committed.
 
     Args:
-        load: A command run while the lines come due (`bench.http`: the same commits to
-            Kafka as the HTTP run's), or None.
+        commits: The command committing the changes and printing their ack times
+            (`bench.http_watch.commits`).
+        follow: (bootstrap, topic prefix) that `commits` commits to.
     """
-    count = int(rate * seconds)
     server = subprocess.Popen(
-        [sys.executable, "-m", "bench.http_watch_floor", "--serve", str(port), str(rate),
-         str(count), str(size)],
+        [sys.executable, "-m", "bench.http_watch_floor", "--serve", str(port), *follow],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)  # fmt: skip
     assert server.stdin is not None and server.stdout is not None
     try:
@@ -117,29 +111,22 @@ def floor_fan_out(port: int, watchers: int, probes: int, rate: int, seconds: flo
             drained.kill()
             raise RuntimeError("the drain watchers did not connect")
         with Probes(url, probes) as probed:
-            time.sleep(1.0)
             jiffies = cpu_jiffies()
-            server.stdin.write("go\n")
-            server.stdin.flush()
-            if load is not None:
-                subprocess.run(load, check=True, capture_output=True, timeout=3600, cwd=REPO)
-            else:
-                time.sleep(seconds)
+            produced = subprocess.run(commits, check=True, capture_output=True, text=True,
+                                      timeout=3600, cwd=REPO)  # fmt: skip
             idle = idle_since(jiffies)
-            deadline = time.monotonic() + seconds + 30
-            while time.monotonic() < deadline and not all(s and max(s) >= count
-                                                          for s in probed.seen):
-                time.sleep(0.2)
+            acked: list[float] = json.loads(produced.stdout.strip().splitlines()[-1])["acked"]
+            probed.wait_for(len(acked), 30)
         drained.communicate("stop\n", timeout=120)
-        out, _ = server.communicate("stop\n", timeout=60)
+        server.communicate("stop\n", timeout=60)
     finally:
         server.kill()
-    began = json.loads(out.strip().splitlines()[-1])["began"]
-    latencies = sorted(max(0.0, at - (began + (rv - 1) / rate)) * 1000
-                       for seen in probed.seen for rv, at in seen.items())  # fmt: skip
+    latencies = sorted(max(0.0, at - acked[rv - 1]) * 1000
+                       for seen in probed.seen for rv, at in seen.items()
+                       if 0 < rv <= len(acked))  # fmt: skip
     return Floor(percentile(latencies, 0.5), percentile(latencies, 0.99), idle)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
-        serve(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
+        asyncio.run(_serve(int(sys.argv[2]), sys.argv[3], sys.argv[4]))

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from server.broadcast import CONNECTION
 from server.errors import ServerError
 
 
@@ -20,6 +23,20 @@ class PortTaken(ServerError):
             f"cannot listen on {host}:{port}: {reason}: stop what uses it or pick "
             "another --port"
         )
+
+
+class Protocol(H11Protocol):
+    """uvicorn's h11 protocol whose requests carry their connection in the scope
+    (`scope["extensions"][CONNECTION]`): a live watch is written to it directly
+    (`server.broadcast`)."""
+
+    def handle_events(self) -> None:
+        """Parse what came; a new request's scope gets its connection before its app runs."""
+        before = self.cycle
+        super().handle_events()
+        if self.cycle is not before and self.cycle is not None:
+            extensions: dict[str, Any] = self.cycle.scope.setdefault("extensions", {})
+            extensions[CONNECTION] = self.cycle
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -56,7 +73,7 @@ def server_for(app: FastAPI, *, log_level: str = "warning", tls_cert: str | None
     """
     # h11, even where httptools is installed: uvicorn's httptools protocol drops the body
     # of a request that offers `Upgrade: h2c`, as Java's HttpClient does by default.
-    config = uvicorn.Config(app, http="h11", log_level=log_level, lifespan="on", access_log=False,
-                            timeout_graceful_shutdown=5, ssl_certfile=tls_cert,
+    config = uvicorn.Config(app, http=Protocol, log_level=log_level, lifespan="on",
+                            access_log=False, timeout_graceful_shutdown=5, ssl_certfile=tls_cert,
                             ssl_keyfile=tls_key)  # fmt: skip
     return uvicorn.Server(config)

@@ -9,7 +9,9 @@ was sent, so a client resumes from n. A stream the server ends carries a last li
 
 A watcher costs a cursor into the catalog's shared `Changes`, no thread and no
 buffer: one that falls more than `watch_lag_limit` changes behind, or whose socket
-takes no data for `send_timeout` seconds, is disconnected.
+takes no data for `send_timeout` seconds, is disconnected. It catches up on its own
+task; once live, on `server.run`'s protocol, its catalog's `Broadcast` writes its
+changes and its task only the bookmarks.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from events.errors import MetalogError
 from projector.errors import ResourceVersionTooOld
+from server.broadcast import CONNECTION, Broadcast, Live
 from server.catalogs import Catalogs, ServerSettings
 from server.changes import Changes, dumps
 from server.errors import SlowReader
@@ -45,18 +48,19 @@ class Hub:
     def __init__(self, catalogs: Catalogs, watches: Gauge) -> None:
         self.catalogs = catalogs
         self.watches = watches
-        self._changes: dict[str, Changes] = {}
+        self._changes: dict[str, tuple[Changes, Broadcast]] = {}
 
-    async def changes(self, catalog: str) -> Changes:
-        """The catalog's `Changes` (its follower started on first use)."""
+    async def changes(self, catalog: str) -> tuple[Changes, Broadcast]:
+        """The catalog's `Changes` (its follower started on first use) and `Broadcast`."""
         made = self._changes.get(catalog)
         if made is None:
             follower = await run_in_threadpool(self.catalogs.follower, catalog)
             made = self._changes.get(catalog)
             if made is None:
-                made = self._changes[catalog] = Changes(
-                    follower, catalog, asyncio.get_running_loop(),
-                    self.catalogs.settings.history_limit)  # fmt: skip
+                settings = self.catalogs.settings
+                changes = Changes(follower, catalog, asyncio.get_running_loop(),
+                                  settings.history_limit)  # fmt: skip
+                made = self._changes[catalog] = (changes, Broadcast(changes, settings))
         return made
 
     async def open(self, catalog: str, resource_version: str | None,
@@ -73,17 +77,18 @@ class Hub:
             CatalogNotServed: The catalog is not served here.
         """
         wanted = parse_resource_version(resource_version)
-        changes = await self.changes(catalog)
+        changes, broadcast = await self.changes(catalog)
         try:
             index = changes.start(wanted)
         except ResourceVersionTooOld as exc:
             return problem(exc)
-        return WatchStream(changes, index, key_prefix, self.catalogs.settings,
+        return WatchStream(changes, broadcast, index, key_prefix, self.catalogs.settings,
                            changes.at if wanted is None else wanted, self.watches)  # fmt: skip
 
     def close(self) -> None:
         """Stop waking the loop."""
-        for changes in self._changes.values():
+        for changes, broadcast in self._changes.values():
+            broadcast.close()
             changes.close()
         self._changes.clear()
 
@@ -104,11 +109,12 @@ class WatchStream(Response):
 
     media_type = NDJSON
 
-    def __init__(self, changes: Changes, index: int, key_prefix: str | None,
-                 settings: ServerSettings, resource_version: int,
+    def __init__(self, changes: Changes, broadcast: Broadcast, index: int,
+                 key_prefix: str | None, settings: ServerSettings, resource_version: int,
                  watches: Gauge) -> None:  # fmt: skip
         super().__init__(status_code=200, media_type=NDJSON)
         self.changes = changes
+        self.broadcast = broadcast
         self.watches = watches
         self.index = index
         self.key_prefix = key_prefix
@@ -129,7 +135,7 @@ class WatchStream(Response):
         listener = asyncio.create_task(_listen(receive, gone, streaming))
         self.watches.inc()
         try:
-            ended = await self._stream(send)
+            ended = await self._stream(send, scope.get("extensions", {}).get(CONNECTION))
             if ended is not None:
                 await self._send(send, error_line(ended))
             await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -143,8 +149,13 @@ class WatchStream(Response):
             self.watches.dec()
             listener.cancel()
 
-    async def _stream(self, send: Send) -> MetalogError | None:
-        """Write changes and bookmarks until the error that ends the stream (or a cancel)."""
+    async def _stream(self, send: Send, connection: Any) -> MetalogError | None:
+        """Write changes and bookmarks until the error that ends the stream (or a cancel).
+
+        Args:
+            connection: The request's connection (`server.broadcast.CONNECTION`), or None:
+                this task writes the changes when live too.
+        """
         changes, settings = self.changes, self.settings
         await self._send(send, bookmark(self.sent_to))
         live = False
@@ -155,16 +166,16 @@ class WatchStream(Response):
             if live and behind > settings.watch_lag_limit:
                 return SlowReader(settings.watch_lag_limit)
             try:
-                batch = changes.read(self.index, CHUNK)
+                lines, end = changes.lines(self.index, CHUNK, self.key_prefix)
             except ResourceVersionTooOld as exc:
                 return exc
-            if batch:
-                self.index += len(batch)
-                prefix = self.key_prefix
-                lines = [c.line for c in batch if prefix is None or c.event.key.startswith(prefix)]
+            if end > self.index:
+                self.index = end
                 if lines:
-                    await self._send(send, b"".join(lines))
+                    await self._send(send, lines)
                 continue
+            if connection is not None:
+                return await self._pushed(send, Live(self.index, self.key_prefix, connection))
             live = True
             if at > self.sent_to:
                 self.sent_to = at
@@ -174,6 +185,29 @@ class WatchStream(Response):
             except TimeoutError:
                 await self._send(send, bookmark(self.sent_to))
                 changes.refresh()  # a quiet catalog: its resource_version may move all the same
+
+    async def _pushed(self, send: Send, live: Live) -> MetalogError | None:
+        """Live in the catalog's broadcast: it writes the changes, this task the bookmarks.
+
+        Raises:
+            TimeoutError: The client took no data for `send_timeout` seconds.
+        """
+        changes = self.changes
+        self.broadcast.join(live)
+        try:
+            while True:
+                done, _ = await asyncio.wait([live.ended], timeout=self.settings.bookmark_every)
+                if done:
+                    error = live.ended.result()
+                    if error is None:
+                        raise TimeoutError(f"no data taken for {self.settings.send_timeout} s")
+                    return error
+                changes.refresh()  # a quiet catalog: its resource_version may move all the same
+                if live.index >= changes.end:
+                    self.sent_to = max(self.sent_to, changes.at)
+                await self._send(send, bookmark(self.sent_to))
+        finally:
+            self.broadcast.leave(live)
 
     async def _send(self, send: Send, body: bytes) -> None:
         message: Message = {"type": "http.response.body", "body": body, "more_body": True}

@@ -126,7 +126,7 @@ def test_reading_a_topic_that_does_not_exist_is_a_metalog_error(wire: TopicSet) 
         PartitionReader(wire.bootstrap, missing) as reader,
         pytest.raises(ClusterUnavailable) as told,
     ):  # fmt: skip
-        reader.partitions(timeout=2.0)
+        reader.partitions(timeout=10.0)
     text = str(told.value)
     assert f"a metalog topic is missing on {wire.bootstrap}" in text, text
     assert f"topic `{missing}` does not exist" in text and "run `metalog up`" in text, text

@@ -34,12 +34,16 @@ class Served:
 
 @pytest.fixture
 def serve() -> Iterator[Callable[..., Served]]:
-    """A factory: `serve(settings, tls_cert=None)` runs an app until the test ends."""
+    """A factory: `serve(settings, tls_cert=None, http=None)` runs an app until the test
+    ends (`http`: uvicorn's protocol, such as "h11", instead of `server.run.Protocol`)."""
     running: list[tuple[object, threading.Thread]] = []
 
-    def start(settings: ServerSettings, tls_cert: str | None = None) -> Served:
+    def start(settings: ServerSettings, tls_cert: str | None = None,
+              http: str | None = None) -> Served:  # fmt: skip
         sock = bind("127.0.0.1", 0)
         server = server_for(create_app(settings), tls_cert=tls_cert)
+        if http is not None:  # another of uvicorn's protocols than `metalog serve`'s
+            server.config.http = http
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()
         running.append((server, thread))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import socket
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -50,6 +52,53 @@ def test_a_watch_replays_from_a_resource_version_then_goes_live_in_order(served:
     assert [t for t, _ in seen] == ["ADDED", "MODIFIED", "DELETED"]
     assert seen[0][1] == made["resource_version"] and seen[-1][1] == dropped["resource_version"]
     assert [rv for _, rv in seen] == sorted(rv for _, rv in seen)
+
+
+def test_a_watch_goes_live_on_an_asgi_server_that_does_not_hand_over_its_connection(
+        leader: object, wire: TopicSet, serve: Callable[..., Served]) -> None:
+    """On plain uvicorn h11 (no `metalog.connection` in the scope) the stream's own task
+    writes the live changes, in order, as the broadcast does under `metalog serve`."""
+    plain = serve(settings_for(wire), http="h11")
+    with requests.get(plain.url + f"{BASE}/watch", stream=True, timeout=60,
+                      params={"keyPrefix": "__table_info/"}) as answer:
+        lines = _lines(answer)
+        assert next(lines)["type"] == "BOOKMARK"
+        made = [plain.post(f"{BASE}/commands/CreateTable", json=create_body(name)).json()
+                for name in ("p1", "p2", "p3")]  # fmt: skip
+        seen = [item for item in itertools.islice(
+            (i for i in lines if i["type"] != "BOOKMARK"), 3)]  # fmt: skip
+    assert [item["type"] for item in seen] == ["ADDED"] * 3
+    assert [item["resourceVersion"] for item in seen] == [m["resource_version"] for m in made]
+
+
+def test_a_watcher_whose_socket_takes_nothing_is_dropped_after_the_send_timeout(
+        leader: object, wire: TopicSet, serve: Callable[..., Served]) -> None:
+    """Not behind by more than the lag limit, but its socket full for longer than
+    `send_timeout`: the server closes the stream and serves on."""
+    stuck = serve(settings_for(wire, send_timeout=1.0))
+    assert stuck.post(f"{BASE}/commands/CreateTable", json=create_body("stuck")).status_code == 200
+    host, port = stuck.url.removeprefix("http://").split(":")
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    reader.settimeout(60)
+    reader.connect((host, int(port)))
+    reader.sendall(f"GET {BASE}/watch HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
+    received = b""
+    while b"BOOKMARK" not in received:
+        received += reader.recv(4096)
+    note = "x" * 300_000
+    for i in range(22):  # more than the two sockets hold; then changes after the timeout
+        if i >= 20:
+            time.sleep(1.5)
+        altered = stuck.post(f"{BASE}/commands/AlterTable",
+                             json={"schema_name": "public", "table_name": "stuck",
+                                   "set_options": {"note": f"{i:02}{note}"}})  # fmt: skip
+        assert altered.status_code == 200
+    while chunk := reader.recv(1 << 16):  # the server closed it: the read ends
+        received += chunk
+    reader.close()
+    assert received.count(b'"MODIFIED"') < 22
+    assert stuck.get("/healthz").status_code == 200
 
 
 def test_bookmarks_of_a_filtered_stream_reach_the_catalogs_resource_version(
