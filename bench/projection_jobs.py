@@ -10,7 +10,14 @@
   no log query beside it. Whatever a fold in the state store adds, it adds to
   this.
 
-Both tables get the projection's append properties (`APPEND_PROPERTIES`: a Delta
+- The floors of a stateless job (issue 48), no state, no check, one append per
+  batch: `stateless` decodes each record once, narrow (`envelope`: the envelope,
+  the intent's epochs and the mutations' keys, no values), and writes one row per
+  event with its keys and its raw bytes, for a reader to decode the values of the
+  few rows it needs; `stateless-wide` decodes the whole event (`decode`: every
+  value's union struct) and writes one row per mutation with its value's struct.
+
+Every table gets the projection's append properties (`APPEND_PROPERTIES`: a Delta
 checkpoint every 100 commits, not 10). With Delta's default a plain copy writes a
 checkpoint of its table inside every tenth batch (2.4 s against 0.35 s in a run of
 2026-11-28), so its figure would depend on whether the measured window holds one.
@@ -27,7 +34,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle, StreamingQuery
 
 from streaming.spark import sink
-from streaming.spark.decode import envelope
+from streaming.spark.decode import decode, envelope
 from streaming.spark.projection import (
     APPEND_PROPERTIES,
     ProjectionConfig,
@@ -38,7 +45,7 @@ from streaming.spark.projection import (
 from streaming.spark.queries import Projection
 from streaming.spark.settings import configure, fold_partitions
 
-JOBS = ("projection", "floor", "copy")
+JOBS = ("projection", "floor", "copy", "stateless", "stateless-wide")
 FLOOR_OUTPUT = "catalog string, resource_version long, value binary"
 
 
@@ -65,6 +72,8 @@ def start(spark: SparkSession, job: str,
         return start_projection(spark, config)
     if job == "floor":
         return floor_query(spark, config, config.path("floor"))
+    if job.startswith("stateless"):
+        return stateless_query(spark, config, config.path(job), wide=job == "stateless-wide")
     return copy_query(spark, config, config.path("copy"))
 
 
@@ -76,6 +85,33 @@ def floor_query(spark: SparkSession, config: ProjectionConfig, table: str) -> St
     with fold_partitions(spark):
         return _started(events.groupBy("partition").transformWithStateInPandas(
             PassThrough(), FLOOR_OUTPUT, "Append", "None"), config, table, "floor")
+
+
+def stateless_query(spark: SparkSession, config: ProjectionConfig, table: str,
+                    wide: bool) -> StreamingQuery:  # fmt: skip
+    """A stateless job's floor: each record decoded once, one row per mutation, one append.
+
+    Args:
+        wide: Decode the whole event and write each mutation's value struct; else decode
+            the envelope and the keys only and write the record's bytes on its rows.
+    """
+    raw = kafka_source(spark, config)
+    if wide:
+        events = decode(raw).where(F.col("reason").isNull())
+        rows = events.select(
+            F.col("event.catalog").alias("catalog"),
+            F.col("event.resource_version").alias("resource_version"),
+            F.col("event.schema_epoch").alias("logged_schema_epoch"),
+            F.col("event.occurred_at").alias("occurred_at"),
+            F.posexplode_outer("event.mutations").alias("index", "mutation"))
+        rows = rows.select("catalog", "resource_version", "logged_schema_epoch",
+                           "occurred_at", "index", "mutation.*")  # fmt: skip
+    else:
+        events = envelope(raw).where(F.col("catalog").isNotNull())
+        rows = events.select("catalog", "resource_version", "logged_schema_epoch", "intent",
+                             "occurred_at", "assign_epoch", "stable_epoch_to", "keys",
+                             "value")  # fmt: skip
+    return _started(rows, config, table, "stateless-wide" if wide else "stateless")
 
 
 def copy_query(spark: SparkSession, config: ProjectionConfig, table: str) -> StreamingQuery:
