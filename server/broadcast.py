@@ -8,14 +8,16 @@ wake one pass writes the new lines to every live stream's connection, one body p
 At 1,000 watchers a task per watcher and the ASGI send chain per write kept the
 server seconds behind (docs/benchmarks/http.md).
 
-A stream whose connection holds more than the transport's high-water mark is skipped
-until it drains; one that falls more than `watch_lag_limit` changes behind, or takes
-no data for `send_timeout` seconds, is ended (`Live.ended`).
+A stream whose connection holds more than the transport's high-water mark is skipped,
+and passed over again every `RETRY` seconds until it drains; one that falls more than
+`watch_lag_limit` changes behind, or takes no data for `send_timeout` seconds, is ended
+(`Live.ended`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import TYPE_CHECKING
 
 from events.errors import MetalogError
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 
 CONNECTION = "metalog.connection"
 """The scope extension holding a request's connection (uvicorn's h11 request cycle)."""
+RETRY = 0.05
+"""Seconds before another pass when a stream was skipped, its connection full."""
 
 
 def chunk(body: bytes) -> bytes:
@@ -44,14 +48,17 @@ class Live:
             (None: the connection is gone or stuck, nothing more can be written).
     """
 
-    __slots__ = ("_cycle", "_stuck_since", "chunked", "ended", "index", "key_prefix")
+    __slots__ = ("chunked", "connection", "ended", "index", "key_prefix", "stuck_since")
 
-    def __init__(self, index: int, key_prefix: str | None, cycle: RequestResponseCycle) -> None:
+    def __init__(self, index: int, key_prefix: str | None,
+                 connection: RequestResponseCycle) -> None:  # fmt: skip
         self.index = index
         self.key_prefix = key_prefix
-        self.chunked = cycle.scope["http_version"] != "1.0"
-        self._cycle = cycle
-        self._stuck_since: float | None = None
+        self.chunked = connection.scope["http_version"] != "1.0"
+        """HTTP/1.1: each write is a chunk (h11 chose chunked framing: no content-length)."""
+        self.connection = connection
+        self.stuck_since: float | None = None
+        """When its connection was first seen paused, if it still is."""
         self.ended: asyncio.Future[MetalogError | None] = (
             asyncio.get_running_loop().create_future())  # fmt: skip
 
@@ -83,18 +90,24 @@ class Broadcast:
     async def _run(self) -> None:
         while True:
             woken = self._changes.changed()
-            self._pass()
-            await woken.wait()
+            skipped = self._pass()
+            # A stream skipped while its connection was full gets its lines once it drains,
+            # even if the catalog is quiet by then: another pass soon.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(RETRY if skipped else None):
+                    await woken.wait()
 
-    def _pass(self) -> None:
+    def _pass(self) -> bool:
+        """Write what each stream lacks; whether one was skipped (its connection full)."""
         changes, settings = self._changes, self._settings
+        skipped = False
         end = changes.end
         now = asyncio.get_running_loop().time()
         bodies: dict[tuple[int, str | None, bool], bytes] = {}
         for live in list(self._streams):
             if live.index >= end:
                 continue
-            cycle = live._cycle
+            cycle = live.connection
             if cycle.disconnected or cycle.transport.is_closing():
                 self._end(live, None)
                 continue
@@ -102,12 +115,13 @@ class Broadcast:
                 self._end(live, SlowReader(settings.watch_lag_limit))
                 continue
             if cycle.flow.write_paused:  # its socket and its buffer are full: next pass
-                if live._stuck_since is None:
-                    live._stuck_since = now
-                elif now - live._stuck_since > settings.send_timeout:
+                skipped = True
+                if live.stuck_since is None:
+                    live.stuck_since = now
+                elif now - live.stuck_since > settings.send_timeout:
                     self._end(live, None)
                 continue
-            live._stuck_since = None
+            live.stuck_since = None
             key = (live.index, live.key_prefix, live.chunked)
             body = bodies.get(key)
             if body is None:
@@ -118,8 +132,13 @@ class Broadcast:
                     continue
                 body = bodies[key] = chunk(lines) if live.chunked and lines else lines
             if body:
-                cycle.transport.write(body)
+                try:
+                    cycle.transport.write(body)
+                except (RuntimeError, OSError):  # the connection broke under it: this one only
+                    self._end(live, None)
+                    continue
             live.index = end
+        return skipped
 
     def _end(self, live: Live, error: MetalogError | None) -> None:
         self.leave(live)

@@ -78,7 +78,6 @@ class Changes:
             self._floor = image.resource_version
         self._base = self._next
         self._items: list[Change] = []  # a list: a watcher reads a slice of it, O(slice)
-        self._bodies: dict[tuple[int, int], bytes] = {}  # the joined lines, this wake's
         self.at = self._floor
         self._changed = asyncio.Event()
         self._wake_pending = threading.Event()
@@ -153,22 +152,15 @@ class Changes:
 
     def lines(self, index: int, most: int, key_prefix: str | None) -> tuple[bytes, int]:
         """The NDJSON lines of up to `most` changes from `index` on (those of keys under
-        `key_prefix`; None: all), and the index after them.
-
-        Watchers of the whole catalog at the same index share one joined body: at 1,000
-        watchers, joining it for each was most of a round's work.
+        `key_prefix`; None: all), joined, and the index after them.
 
         Raises:
             ResourceVersionTooOld: The reader fell behind what is kept.
         """
         batch = self.read(index, most)
-        end = index + len(batch)
-        if key_prefix is not None:
-            return b"".join([c.line for c in batch if c.event.key.startswith(key_prefix)]), end
-        body = self._bodies.get((index, end))
-        if body is None:
-            body = self._bodies[(index, end)] = b"".join([c.line for c in batch])
-        return body, end
+        prefix = key_prefix
+        lines = [c.line for c in batch if prefix is None or c.event.key.startswith(prefix)]
+        return b"".join(lines), index + len(batch)
 
     def close(self) -> None:
         """Stop the follower's watch that wakes the loop."""
@@ -183,8 +175,6 @@ class Changes:
 
     def _wake(self) -> None:
         self._wake_pending.clear()
-        self._bodies.clear()
         self.refresh()
-
         woken, self._changed = self._changed, asyncio.Event()
         woken.set()

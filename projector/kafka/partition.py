@@ -85,21 +85,24 @@ class PartitionReader:
             AccessDenied: The cluster refused the principal.
         """
         deadline = time.monotonic() + timeout
+        missing: KafkaException | None = None  # set once the cluster answered without it
         while not stopped():
             left = deadline - time.monotonic()
             try:
                 metadata = self.consumer.list_topics(self.topic,
                                                      timeout=max(min(left, _ROUND_S), 0.001))
             except KafkaException as exc:
-                if exc.args[0].code() not in _NOT_ANSWERED or left <= 0:
+                if exc.args[0].code() not in _NOT_ANSWERED:
                     raise self.failed(exc) from exc
+                if left <= 0:  # the last round's short wait ran out: say what was known
+                    raise self.failed(missing or exc) from (missing or exc)
                 continue
             found = metadata.topics.get(self.topic)
             if found is not None and found.error is None and found.partitions:
                 return len(found.partitions)
+            missing = KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART,
+                                                f"topic `{self.topic}` does not exist"))
             if left <= 0:
-                missing = KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART,
-                                                    f"topic `{self.topic}` does not exist"))
                 raise self.failed(missing) from missing
             time.sleep(0.2)
         return None

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka.admin import ClusterMetadata
 
 from bench.workload import produce as produce_records
 from projector.errors import ClusterUnavailable
@@ -71,6 +72,34 @@ def test_a_batch_is_split_into_runs_at_its_error_events_and_an_end_is_noted() ->
     assert _offsets(runs) == [[2]] and reader.eof == {0: 2}
 
 
+class Answers:
+    """A consumer whose metadata requests get the cluster's answer once (without the topic),
+    then time out."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def list_topics(self, topic: str, timeout: float) -> ClusterMetadata:
+        self.asked += 1
+        if self.asked > 1:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get metadata"))
+        return ClusterMetadata()  # no topics
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_topic_the_cluster_said_is_missing_stays_missing_when_the_last_ask_times_out() -> None:
+    """The deadline's last round asks with a tiny wait that can time out on a busy machine:
+    the error names what the cluster said before, not an unreachable cluster."""
+    reader = PartitionReader(NOWHERE, "gone.events")
+    reader.consumer.close()
+    reader.consumer = Answers()  # type: ignore[assignment]
+    with pytest.raises(ClusterUnavailable) as told:
+        reader.partitions(timeout=0.5)
+    assert "topic `gone.events` does not exist" in str(told.value), str(told.value)
+
+
 def test_a_failed_fetch_ends_a_read_in_metalog_words_but_not_a_live_one(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -126,7 +155,7 @@ def test_reading_a_topic_that_does_not_exist_is_a_metalog_error(wire: TopicSet) 
         PartitionReader(wire.bootstrap, missing) as reader,
         pytest.raises(ClusterUnavailable) as told,
     ):  # fmt: skip
-        reader.partitions(timeout=10.0)
+        reader.partitions(timeout=2.0)
     text = str(told.value)
     assert f"a metalog topic is missing on {wire.bootstrap}" in text, text
     assert f"topic `{missing}` does not exist" in text and "run `metalog up`" in text, text

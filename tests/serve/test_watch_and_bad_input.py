@@ -71,6 +71,36 @@ def test_a_watch_goes_live_on_an_asgi_server_that_does_not_hand_over_its_connect
     assert [item["resourceVersion"] for item in seen] == [m["resource_version"] for m in made]
 
 
+def test_a_watcher_that_reads_late_gets_every_change_once_the_catalog_is_quiet(
+        leader: object, wire: TopicSet, serve: Callable[..., Served]) -> None:
+    """Its socket full while the changes came (skipped, within the lag limit and the send
+    timeout), it gets all of them, in order, when it reads after the last one."""
+    late = serve(settings_for(wire))
+    assert late.post(f"{BASE}/commands/CreateTable", json=create_body("late")).status_code == 200
+    host, port = late.url.removeprefix("http://").split(":")
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    reader.settimeout(30)
+    reader.connect((host, int(port)))
+    reader.sendall(f"GET {BASE}/watch HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
+    received = b""
+    while b"BOOKMARK" not in received:
+        received += reader.recv(4096)
+    note = "x" * 300_000
+    for i in range(20):  # more than the two sockets hold
+        altered = late.post(f"{BASE}/commands/AlterTable",
+                            json={"schema_name": "public", "table_name": "late",
+                                  "set_options": {"note": f"{i:02}{note}"}})  # fmt: skip
+        assert altered.status_code == 200
+    deadline = time.monotonic() + 30  # bookmarks keep the socket busy: a deadline of its own
+    while b'"19' + b"x" * 100 not in received and time.monotonic() < deadline:
+        received += reader.recv(1 << 16)
+    reader.close()
+    notes = [line[line.index(b'"note":"') + 8:][:2] for line in received.splitlines()
+             if b'"MODIFIED"' in line]  # fmt: skip
+    assert notes == [f"{i:02}".encode() for i in range(20)]
+
+
 def test_a_watcher_whose_socket_takes_nothing_is_dropped_after_the_send_timeout(
         leader: object, wire: TopicSet, serve: Callable[..., Served]) -> None:
     """Not behind by more than the lag limit, but its socket full for longer than
@@ -94,9 +124,13 @@ def test_a_watcher_whose_socket_takes_nothing_is_dropped_after_the_send_timeout(
                              json={"schema_name": "public", "table_name": "stuck",
                                    "set_options": {"note": f"{i:02}{note}"}})  # fmt: skip
         assert altered.status_code == 200
-    while chunk := reader.recv(1 << 16):  # the server closed it: the read ends
+    closed, deadline = False, time.monotonic() + 60  # bookmarks would keep a recv alive
+    while not closed and time.monotonic() < deadline:
+        chunk = reader.recv(1 << 16)
         received += chunk
+        closed = not chunk
     reader.close()
+    assert closed, "the server kept the stuck stream open"
     assert received.count(b'"MODIFIED"') < 22
     assert stuck.get("/healthz").status_code == 200
 
