@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.apply import CATALOG
-from bench.http_watch import FanOut, commits, drain, fan_out
+from bench.http_watch import FanOut, drain, fan_out, fresh_topics
 from bench.http_watch_floor import floor_fan_out
 from bench.leader_load import Op, Result, closed_loop, log
 from bench.ports import broker, free_port_pair
@@ -57,7 +57,6 @@ from events.topics import Topics
 from events.values import Column
 from producers.client.client import MetadataClient
 from producers.errors import CommandOutcomeUnknown, LeaderUnavailable
-from projector.kafka.topics import create_metalog_topics
 
 KAFKA_PORTS = (19392, 19492, 19592)
 HTTP_PORTS = (18640, 18650, 18660)
@@ -160,8 +159,7 @@ def http_ops(url: str, versions: list[int], clients: int) -> list[Op]:
 
 def commands(bootstrap: str, args: argparse.Namespace, log_file: Path) -> list[Result]:
     """Python client and HTTP, each at every `--clients` count, in one run."""
-    prefix = f"bhttp{uuid.uuid4().hex[:8]}"
-    create_metalog_topics(bootstrap, prefix, 1)
+    prefix = fresh_topics(bootstrap).prefix
     results: list[Result] = []
     with (leading(bootstrap, prefix, log_file),
           MetadataClient(bootstrap, catalog=CATALOG, actor="bench", topics=Topics(prefix),
@@ -274,11 +272,8 @@ def run(bootstrap: str, args: argparse.Namespace, scratch: Path) -> None:
             probes = min(args.probes, watchers)
             fan = fan_out(bootstrap, serving, watchers, probes, args.rate, args.watch_seconds)
             log(f"watch floor: {watchers} streams of the same commits, bare asyncio")
-            prefix = f"bhttp{uuid.uuid4().hex[:8]}"
-            create_metalog_topics(bootstrap, prefix, 1)
-            floor = floor_fan_out(free_port_pair(HTTP_PORTS), watchers, probes,
-                                  commits(bootstrap, prefix, args.rate, args.watch_seconds),
-                                  (bootstrap, prefix))  # fmt: skip
+            floor = floor_fan_out(free_port_pair(HTTP_PORTS), bootstrap, watchers, probes,
+                                  args.rate, args.watch_seconds)  # fmt: skip
             fans.append(replace(fan, floor=floor))
     report(results, fans)
 

@@ -93,11 +93,44 @@ def idle_since(before: tuple[int, int]) -> float:
     return (idle - before[0]) / max(1, total - before[1])
 
 
-def commits(bootstrap: str, prefix: str, rate: int, seconds: float) -> list[str]:
-    """The command that commits `rate` changes a second for `seconds` to `prefix`'s topics
-    and prints when each was acked (`bench.follower --leader`)."""
-    return [sys.executable, "-m", "bench.follower", "--leader", bootstrap, prefix, str(rate),
-            str(seconds)]  # fmt: skip
+def fresh_topics(bootstrap: str) -> Topics:
+    """New metalog topics (one partition each) for one run."""
+    topics = Topics(f"bhttp{uuid.uuid4().hex[:8]}")
+    create_metalog_topics(bootstrap, topics.prefix, 1)
+    return topics
+
+
+def commit(bootstrap: str, prefix: str, rate: int, seconds: float) -> tuple[dict[str, Any],
+                                                                           float]:  # fmt: skip
+    """Commit `rate` changes a second for `seconds` to `prefix`'s topics (`bench.follower
+    --leader`, a child process): its result (`acked`: each change's ack time, `achieved`:
+    the rate) and the machine's idle share meanwhile."""
+    jiffies = cpu_jiffies()
+    produced = subprocess.run(
+        [sys.executable, "-m", "bench.follower", "--leader", bootstrap, prefix, str(rate),
+         str(seconds)],
+        check=True, capture_output=True, text=True, timeout=3600, cwd=REPO)  # fmt: skip
+    idle = idle_since(jiffies)
+    return json.loads(produced.stdout.strip().splitlines()[-1]), idle
+
+
+def start_drain(url: str, count: int) -> subprocess.Popen[str]:
+    """`count` watchers of `url` in a child process (`drain`), connected; tell it "stop"
+    on stdin, then its last line says how many streams ended early."""
+    drained = subprocess.Popen([sys.executable, "-m", "bench.http", "--drain", url, str(count)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                               cwd=REPO)  # fmt: skip
+    assert drained.stdout is not None
+    if drained.stdout.readline().strip() != "ready":
+        drained.kill()
+        raise RuntimeError("the drain watchers did not connect")
+    return drained
+
+
+def since_ack(seen: dict[int, float], acked: list[float]) -> list[float]:
+    """Milliseconds from each change's ack (`acked[rv - 1]`) to when it was `seen`."""
+    return [max(0.0, at - acked[rv - 1]) * 1000 for rv, at in seen.items()
+            if 0 < rv <= len(acked)]  # fmt: skip
 
 
 def rss_kib(pid: int) -> int:
@@ -196,6 +229,10 @@ class Probes:
         self._stop.set()
         self._thread.join(30)
 
+    def latencies(self, acked: list[float]) -> list[float]:
+        """Every probe's milliseconds from ack to arrival, sorted (`since_ack`)."""
+        return sorted(ms for seen in self.seen for ms in since_ack(seen, acked))
+
     def wait_for(self, resource_version: int, timeout: float) -> None:
         """Until every probe saw `resource_version` (the last change), or `timeout` seconds."""
         deadline = time.monotonic() + timeout
@@ -255,42 +292,26 @@ def fan_out(bootstrap: str, serve: Any, watchers: int, probes: int, rate: int,
         serve: `bench.http.serving`: a context manager running `metalog serve` of a
             prefix, yielding (base URL, pid).
     """
-    topics = Topics(f"bhttp{uuid.uuid4().hex[:8]}")
-    create_metalog_topics(bootstrap, topics.prefix, 1)
+    topics = fresh_topics(bootstrap)
     count = int(rate * seconds)
     with serve(bootstrap, topics.prefix) as (url, pid):
         base = f"{url}/v1/catalogs/{CATALOG}"
         _wait(base)
         before = rss_kib(pid)
-        drained = subprocess.Popen(
-            [sys.executable, "-m", "bench.http", "--drain", f"{base}/watch",
-             str(watchers - probes)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)  # fmt: skip
-        assert drained.stdout is not None and drained.stdin is not None
-        if drained.stdout.readline().strip() != "ready":
-            drained.kill()
-            raise RuntimeError("the drain watchers did not connect")
+        drained = start_drain(f"{base}/watch", watchers - probes)
         with Probes(f"{base}/watch", probes) as probed, \
                 Follower(bootstrap, CATALOG, topics=topics) as follower:  # fmt: skip
             follower.wait_caught_up(30)
             time.sleep(1.0)  # let the server settle with every watcher open
             after = rss_kib(pid)
             visible = _observe(follower)
-            jiffies = cpu_jiffies()
-            produced = subprocess.run(commits(bootstrap, topics.prefix, rate, seconds),
-                                      check=True, capture_output=True, text=True, timeout=3600,
-                                      cwd=REPO)  # fmt: skip
-            idle = idle_since(jiffies)
-            result = json.loads(produced.stdout.strip().splitlines()[-1])
+            result, idle = commit(bootstrap, topics.prefix, rate, seconds)
             follower.wait_for(count, timeout=120)
             probed.wait_for(count, 10)
             visible.stop()
         out, _ = drained.communicate("stop\n", timeout=120)
-    acked: list[float] = result["acked"]
-    watch = sorted(max(0.0, at - acked[rv - 1]) * 1000
-                   for seen in probed.seen for rv, at in seen.items() if 0 < rv <= len(acked))
-    lone = sorted(max(0.0, at - acked[rv - 1]) * 1000
-                  for rv, at in visible.seen.items() if 0 < rv <= len(acked))  # fmt: skip
+    watch = probed.latencies(result["acked"])
+    lone = sorted(since_ack(visible.seen, result["acked"]))
     return FanOut(watchers, result["achieved"], count, percentile(watch, 0.5),
                   percentile(watch, 0.99), percentile(lone, 0.5), percentile(lone, 0.99),
                   (after - before) / watchers, len(watch),

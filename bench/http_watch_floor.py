@@ -17,14 +17,13 @@ Run in a child process by `floor_fan_out` (`--serve PORT BOOTSTRAP PREFIX`).
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from bench.apply import CATALOG
-from bench.http_watch import Floor, Probes, cpu_jiffies, idle_since
+from bench.http_watch import Floor, Probes, commit, fresh_topics, start_drain
 from bench.leader_load import percentile
 from events.topics import Topics
 from projector.follower.follower import Follower
@@ -85,45 +84,29 @@ async def _serve(port: int, bootstrap: str, prefix: str) -> None:
     server.close()
 
 
-def floor_fan_out(port: int, watchers: int, probes: int, commits: list[str],
-                  follow: tuple[str, str]) -> Floor:  # fmt: skip
-    """Propagation p50 and p99 of the bare fan-out at `watchers` streams (`probes` timed),
-    and the machine's idle share while the changes were committed.
-
-    Args:
-        commits: The command committing the changes and printing their ack times
-            (`bench.http_watch.commits`).
-        follow: (bootstrap, topic prefix) that `commits` commits to.
-    """
+def floor_fan_out(port: int, bootstrap: str, watchers: int, probes: int, rate: int,
+                  seconds: float) -> Floor:  # fmt: skip
+    """Propagation p50 and p99 of the bare fan-out at `watchers` streams (`probes` timed)
+    while `rate` changes a second are committed for `seconds` to fresh topics, and the
+    machine's idle share meanwhile."""
+    prefix = fresh_topics(bootstrap).prefix
     server = subprocess.Popen(
-        [sys.executable, "-m", "bench.http_watch_floor", "--serve", str(port), *follow],
+        [sys.executable, "-m", "bench.http_watch_floor", "--serve", str(port), bootstrap, prefix],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)  # fmt: skip
-    assert server.stdin is not None and server.stdout is not None
+    assert server.stdout is not None
     try:
         if server.stdout.readline().strip() != "listening":
             raise RuntimeError("the floor server did not start")
         url = f"http://127.0.0.1:{port}/watch"
-        drained = subprocess.Popen(
-            [sys.executable, "-m", "bench.http", "--drain", url, str(watchers - probes)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO)  # fmt: skip
-        assert drained.stdout is not None
-        if drained.stdout.readline().strip() != "ready":
-            drained.kill()
-            raise RuntimeError("the drain watchers did not connect")
+        drained = start_drain(url, watchers - probes)
         with Probes(url, probes) as probed:
-            jiffies = cpu_jiffies()
-            produced = subprocess.run(commits, check=True, capture_output=True, text=True,
-                                      timeout=3600, cwd=REPO)  # fmt: skip
-            idle = idle_since(jiffies)
-            acked: list[float] = json.loads(produced.stdout.strip().splitlines()[-1])["acked"]
-            probed.wait_for(len(acked), 30)
+            result, idle = commit(bootstrap, prefix, rate, seconds)
+            probed.wait_for(len(result["acked"]), 30)
         drained.communicate("stop\n", timeout=120)
         server.communicate("stop\n", timeout=60)
     finally:
         server.kill()
-    latencies = sorted(max(0.0, at - acked[rv - 1]) * 1000
-                       for seen in probed.seen for rv, at in seen.items()
-                       if 0 < rv <= len(acked))  # fmt: skip
+    latencies = probed.latencies(result["acked"])
     return Floor(percentile(latencies, 0.5), percentile(latencies, 0.99), idle)
 
 

@@ -158,8 +158,8 @@ class Changes:
             ResourceVersionTooOld: The reader fell behind what is kept.
         """
         batch = self.read(index, most)
-        prefix = key_prefix
-        lines = [c.line for c in batch if prefix is None or c.event.key.startswith(prefix)]
+        lines = [c.line for c in batch
+                 if key_prefix is None or c.event.key.startswith(key_prefix)]  # fmt: skip
         return b"".join(lines), index + len(batch)
 
     def close(self) -> None:

@@ -95,7 +95,8 @@ class PartitionReader:
                 if exc.args[0].code() not in _NOT_ANSWERED:
                     raise self.failed(exc) from exc
                 if left <= 0:  # the last round's short wait ran out: say what was known
-                    raise self.failed(missing or exc) from (missing or exc)
+                    known = missing or exc
+                    raise self.failed(known) from known
                 continue
             found = metadata.topics.get(self.topic)
             if found is not None and found.error is None and found.partitions:

@@ -28,6 +28,42 @@ def _lines(answer: requests.Response) -> Iterator[dict[str, Any]]:
             yield json.loads(raw)
 
 
+def _cramped_watch(served: Served, timeout: float) -> tuple[socket.socket, bytes]:
+    """An HTTP/1.0 watch of everything on a socket that holds 4 KiB, read past its first
+    BOOKMARK: the socket (`timeout` on each read) and what it read."""
+    host, port = served.url.removeprefix("http://").split(":")
+    reader = socket.socket()
+    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # then ~3 MB fill both sockets
+    reader.settimeout(timeout)
+    reader.connect((host, int(port)))
+    reader.sendall(f"GET {BASE}/watch HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
+    received = b""
+    while b"BOOKMARK" not in received:
+        received += reader.recv(4096)
+    return reader, received
+
+
+def _alter_note(served: Served, table: str, i: int) -> None:
+    """Set `table`'s `note` option to 300 kB that start with `i` in two digits (20 such
+    changes are more than a cramped watch's two sockets hold)."""
+    altered = served.post(f"{BASE}/commands/AlterTable",
+                          json={"schema_name": "public", "table_name": table,
+                                "set_options": {"note": f"{i:02}" + "x" * 300_000}})  # fmt: skip
+    assert altered.status_code == 200
+
+
+def _read_to_close(reader: socket.socket, seconds: float) -> tuple[bytes, bool]:
+    """What `reader` reads until the server closes it or `seconds` pass (bookmarks would keep
+    each read alive), and whether it was closed."""
+    received, deadline = b"", time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        chunk = reader.recv(1 << 16)
+        if not chunk:
+            return received, True
+        received += chunk
+    return received, False
+
+
 def test_a_watch_replays_from_a_resource_version_then_goes_live_in_order(served: Served) -> None:
     """ADDED, MODIFIED, DELETED of a table's info key, in log order, from resourceVersion=0."""
     with requests.get(served.url + f"{BASE}/watch", stream=True, timeout=60,
@@ -77,21 +113,9 @@ def test_a_watcher_that_reads_late_gets_every_change_once_the_catalog_is_quiet(
     timeout), it gets all of them, in order, when it reads after the last one."""
     late = serve(settings_for(wire))
     assert late.post(f"{BASE}/commands/CreateTable", json=create_body("late")).status_code == 200
-    host, port = late.url.removeprefix("http://").split(":")
-    reader = socket.socket()
-    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    reader.settimeout(30)
-    reader.connect((host, int(port)))
-    reader.sendall(f"GET {BASE}/watch HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
-    received = b""
-    while b"BOOKMARK" not in received:
-        received += reader.recv(4096)
-    note = "x" * 300_000
-    for i in range(20):  # more than the two sockets hold
-        altered = late.post(f"{BASE}/commands/AlterTable",
-                            json={"schema_name": "public", "table_name": "late",
-                                  "set_options": {"note": f"{i:02}{note}"}})  # fmt: skip
-        assert altered.status_code == 200
+    reader, received = _cramped_watch(late, 30)
+    for i in range(20):
+        _alter_note(late, "late", i)
     deadline = time.monotonic() + 30  # bookmarks keep the socket busy: a deadline of its own
     while b'"19' + b"x" * 100 not in received and time.monotonic() < deadline:
         received += reader.recv(1 << 16)
@@ -107,28 +131,13 @@ def test_a_watcher_whose_socket_takes_nothing_is_dropped_after_the_send_timeout(
     `send_timeout`: the server closes the stream and serves on."""
     stuck = serve(settings_for(wire, send_timeout=1.0))
     assert stuck.post(f"{BASE}/commands/CreateTable", json=create_body("stuck")).status_code == 200
-    host, port = stuck.url.removeprefix("http://").split(":")
-    reader = socket.socket()
-    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    reader.settimeout(60)
-    reader.connect((host, int(port)))
-    reader.sendall(f"GET {BASE}/watch HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
-    received = b""
-    while b"BOOKMARK" not in received:
-        received += reader.recv(4096)
-    note = "x" * 300_000
+    reader, received = _cramped_watch(stuck, 60)
     for i in range(22):  # more than the two sockets hold; then changes after the timeout
         if i >= 20:
             time.sleep(1.5)
-        altered = stuck.post(f"{BASE}/commands/AlterTable",
-                             json={"schema_name": "public", "table_name": "stuck",
-                                   "set_options": {"note": f"{i:02}{note}"}})  # fmt: skip
-        assert altered.status_code == 200
-    closed, deadline = False, time.monotonic() + 60  # bookmarks would keep a recv alive
-    while not closed and time.monotonic() < deadline:
-        chunk = reader.recv(1 << 16)
-        received += chunk
-        closed = not chunk
+        _alter_note(stuck, "stuck", i)
+    rest, closed = _read_to_close(reader, 60)
+    received += rest
     reader.close()
     assert closed, "the server kept the stuck stream open"
     assert received.count(b'"MODIFIED"') < 22
@@ -181,23 +190,11 @@ def test_a_watcher_that_reads_nothing_is_ended_past_the_lag_limit_naming_the_rea
     an ERROR naming SlowReader, after the changes its socket took, in order."""
     strict = serve(settings_for(wire, watch_lag_limit=2))
     assert strict.post(f"{BASE}/commands/CreateTable", json=create_body("slow")).status_code == 200
-    host, port = strict.url.removeprefix("http://").split(":")
-    reader = socket.socket()
-    reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # then ~3 MB fill both sockets
-    reader.settimeout(60)
-    reader.connect((host, int(port)))
-    reader.sendall(f"GET {BASE}/watch HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
-    received = b""
-    while b"BOOKMARK" not in received:
-        received += reader.recv(4096)
-    note = "x" * 300_000  # 20 changes of 300 kB: more than the two sockets hold
+    reader, received = _cramped_watch(strict, 60)
     for i in range(20):
-        altered = strict.post(f"{BASE}/commands/AlterTable",
-                              json={"schema_name": "public", "table_name": "slow",
-                                    "set_options": {"note": f"{i:02}{note}"}})  # fmt: skip
-        assert altered.status_code == 200
-    while chunk := reader.recv(1 << 16):
-        received += chunk
+        _alter_note(strict, "slow", i)
+    rest, _ = _read_to_close(reader, 60)
+    received += rest
     reader.close()
     lines = [json.loads(raw) for raw in received.partition(b"\r\n\r\n")[2].splitlines()]
     assert lines[-1]["type"] == "ERROR"
