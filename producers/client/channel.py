@@ -6,6 +6,7 @@ import asyncio
 import functools
 import threading
 import time
+import weakref
 from typing import Protocol
 
 from confluent_kafka import (
@@ -54,23 +55,61 @@ class LoopWaiter:
     Set from the reader thread; a repeated outcome is ignored.
     """
 
-    __slots__ = ("_loop", "_set", "future")
+    __slots__ = ("_deliveries", "_set", "future")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        self._deliveries = _deliveries(loop)
         self._set = False
         self.future: asyncio.Future[Outcome] = loop.create_future()
 
     def set(self, outcome: Outcome) -> None:
-        """Hand over the outcome (thread-safe: it is scheduled on the loop)."""
+        """Hand over the outcome (thread-safe: it is delivered on the loop)."""
         if not self._set:
             self._set = True
-            self._loop.call_soon_threadsafe(_resolve, self.future, outcome)
+            self._deliveries.add(self.future, outcome)
 
 
-def _resolve(future: asyncio.Future[Outcome], outcome: Outcome) -> None:
-    if not future.done():  # the call may have timed out and gone
-        future.set_result(outcome)
+class Deliveries:
+    """The outcomes on their way to one event loop's waiting calls.
+
+    A transaction's replies arrive together: the first of a burst wakes the loop
+    (a write to its self-pipe) and that wake delivers every outcome added until it
+    runs, instead of one wake per reply.
+    """
+
+    __slots__ = ("_lock", "_loop", "_outcomes")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._outcomes: list[tuple[asyncio.Future[Outcome], Outcome]] = []
+
+    def add(self, future: asyncio.Future[Outcome], outcome: Outcome) -> None:
+        """Deliver `outcome` to `future` on the loop (from any thread)."""
+        with self._lock:
+            self._outcomes.append((future, outcome))
+            first = len(self._outcomes) == 1
+        if first:
+            self._loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        with self._lock:
+            outcomes, self._outcomes = self._outcomes, []
+        for future, outcome in outcomes:
+            if not future.done():  # the call may have timed out and gone
+                future.set_result(outcome)
+
+
+_LOOPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Deliveries] = (
+    weakref.WeakKeyDictionary())
+
+
+def _deliveries(loop: asyncio.AbstractEventLoop) -> Deliveries:
+    """`loop`'s `Deliveries` (made on the loop's thread, by its first waiting call)."""
+    found = _LOOPS.get(loop)
+    if found is None:
+        found = _LOOPS[loop] = Deliveries(loop)
+    return found
 
 
 def _outcome(outcome: Outcome | None) -> Committed | Rejected | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 from events.replies import Committed, Rejected
 from events.topics import Topics, partition_for
@@ -72,3 +73,30 @@ def test_a_loop_waiter_whose_call_gave_up_ignores_a_late_reply() -> None:
         return waiter.future.cancelled()
 
     assert asyncio.run(give_up_then_reply())
+
+
+def test_a_burst_of_outcomes_wakes_the_loop_once_and_reaches_every_call() -> None:
+    """`Deliveries`: replies set from the reader thread while the loop is busy are handed
+    over by one wake of the loop, each to its own call."""
+    async def burst() -> tuple[list[object], int]:
+        loop = asyncio.get_running_loop()
+        waiters = [LoopWaiter(loop) for _ in range(50)]
+        wakes = 0
+        scheduled = loop.call_soon_threadsafe
+
+        def counted(*args: Any) -> Any:
+            nonlocal wakes
+            wakes += 1
+            return scheduled(*args)
+
+        loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+        setter = threading.Thread(target=lambda: [w.set(REPLY if i % 2 else LATE)
+                                                  for i, w in enumerate(waiters)])  # fmt: skip
+        setter.start()
+        setter.join(5.0)  # the loop is held here: every outcome waits for one wake
+        outcomes = [await asyncio.wait_for(w.future, 5.0) for w in waiters]
+        return outcomes, wakes
+
+    outcomes, wakes = asyncio.run(burst())
+    assert outcomes == [REPLY if i % 2 else LATE for i in range(50)]
+    assert wakes == 1

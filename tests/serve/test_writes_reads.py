@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -114,6 +115,26 @@ def test_each_rejection_is_one_status_and_a_problem(
     assert answer.status_code == status, answer.text
     assert answer.headers["content-type"] == PROBLEM
     assert answer.json()["error"] == error and answer.json()["detail"]
+
+
+def test_a_command_is_answered_alike_whatever_path_its_request_takes(served: Served) -> None:
+    """A JSON body is validated from its bytes (`CommandRoute`); a body with a charset in
+    its content type goes through FastAPI's handler: the same answer either way; a body
+    that is not JSON is refused as FastAPI refuses it."""
+    for table, content_type in (("plain", "application/json"),
+                                ("charset", "application/json; charset=utf-8")):
+        made = served.post(f"{BASE}/commands/CreateTable", data=json.dumps(create_body(table)),
+                           headers={"Content-Type": content_type})  # fmt: skip
+        assert made.status_code == 200, made.text
+        assert made.headers["content-type"] == "application/json"
+        assert made.headers["etag"] == f'"{made.json()["resource_version"]}"'
+        assert [t["version"] for t in made.json()["tables"]] == [1]
+        listed = served.get(f"{BASE}/tables/public/{table}",
+                            params={"resourceVersion": made.json()["resource_version"]})
+        assert listed.json()["table"]["table_id"] == made.json()["tables"][0]["table_id"]
+    text = served.post(f"{BASE}/commands/CreateTable", data=json.dumps(create_body("text")),
+                       headers={"Content-Type": "text/plain"})  # fmt: skip
+    assert text.status_code == 422 and text.headers["content-type"] == PROBLEM
 
 
 def test_a_taken_name_is_a_409(served: Served) -> None:
