@@ -15,7 +15,12 @@
   the intent's epochs and the mutations' keys, no values), and writes one row per
   event with its keys and its raw bytes, for a reader to decode the values of the
   few rows it needs; `stateless-wide` decodes the whole event (`decode`: every
-  value's union struct) and writes one row per mutation with its value's struct.
+  value's union struct) and writes one row per mutation with its value's struct;
+  `stateless-log` decodes what the log query does (the envelope and the intent's
+  fields, no list) and writes one row per event: `metadata_log`'s columns and the
+  gate's (the leader epoch, the epochs assigned and advanced, the publish mode), so
+  one query would write the log and everything its readers need to apply the rules,
+  the keys and values decoded at read time.
 
 Every table gets the projection's append properties (`APPEND_PROPERTIES`: a Delta
 checkpoint every 100 commits, not 10). With Delta's default a plain copy writes a
@@ -45,7 +50,7 @@ from streaming.spark.projection import (
 from streaming.spark.queries import Projection
 from streaming.spark.settings import configure, fold_partitions
 
-JOBS = ("projection", "floor", "copy", "stateless", "stateless-wide")
+JOBS = ("projection", "floor", "copy", "stateless", "stateless-wide", "stateless-log")
 FLOOR_OUTPUT = "catalog string, resource_version long, value binary"
 
 
@@ -73,7 +78,7 @@ def start(spark: SparkSession, job: str,
     if job == "floor":
         return floor_query(spark, config, config.path("floor"))
     if job.startswith("stateless"):
-        return stateless_query(spark, config, config.path(job), wide=job == "stateless-wide")
+        return stateless_query(spark, config, config.path(job), job)
     return copy_query(spark, config, config.path("copy"))
 
 
@@ -88,15 +93,16 @@ def floor_query(spark: SparkSession, config: ProjectionConfig, table: str) -> St
 
 
 def stateless_query(spark: SparkSession, config: ProjectionConfig, table: str,
-                    wide: bool) -> StreamingQuery:  # fmt: skip
-    """A stateless job's floor: each record decoded once, one row per mutation, one append.
+                    job: str) -> StreamingQuery:  # fmt: skip
+    """A stateless job's floor: each record decoded once, one append per batch.
 
     Args:
-        wide: Decode the whole event and write each mutation's value struct; else decode
-            the envelope and the keys only and write the record's bytes on its rows.
+        job: `stateless-wide` decodes the whole event and writes each mutation's value
+            struct; `stateless` the envelope and the keys, one row per event with its
+            bytes; `stateless-log` the envelope without the keys, one row per event.
     """
     raw = kafka_source(spark, config)
-    if wide:
+    if job == "stateless-wide":
         events = decode(raw).where(F.col("reason").isNull())
         rows = events.select(
             F.col("event.catalog").alias("catalog"),
@@ -106,12 +112,17 @@ def stateless_query(spark: SparkSession, config: ProjectionConfig, table: str,
             F.posexplode_outer("event.mutations").alias("index", "mutation"))
         rows = rows.select("catalog", "resource_version", "logged_schema_epoch",
                            "occurred_at", "index", "mutation.*")  # fmt: skip
-    else:
+    elif job == "stateless":
         events = envelope(raw).where(F.col("catalog").isNotNull())
         rows = events.select("catalog", "resource_version", "logged_schema_epoch", "intent",
                              "occurred_at", "assign_epoch", "stable_epoch_to", "keys",
                              "value")  # fmt: skip
-    return _started(rows, config, table, "stateless-wide" if wide else "stateless")
+    else:
+        events = envelope(raw, lists=False).where(F.col("catalog").isNotNull())
+        rows = events.select(
+            "catalog", "resource_version", "logged_schema_epoch", "intent", "occurred_at",
+            "assign_epoch", "stable_epoch_to", "value")
+    return _started(rows, config, table, job)
 
 
 def copy_query(spark: SparkSession, config: ProjectionConfig, table: str) -> StreamingQuery:
