@@ -34,6 +34,9 @@ from projector.fold.packed_events import FORM, unpacked
 
 _K = TypeVar("_K", bound=Hashable)
 
+Taker = tuple[int, str, Map[tuple[str, str], int]]
+"""An id that took a name in an event: the id, the name's key, `name_versions` there."""
+
 
 class Delivery(Enum):
     """Where an event sits relative to an image's resource_version."""
@@ -233,12 +236,12 @@ def _change(image: Image, head: Draft, event: Event) -> Changes:
     retired = image.retired_versions
     currents = [table_version(head, retired, table.table_id) for table in event.tables]
     infos, moves = head.write(event.mutations)
-    names, floors = image.name_versions, _NO_FLOORS
+    names, takers = image.name_versions, _NO_TAKERS
     if moves:
-        names, floors = _named(names, moves, event, head, retired)
+        names, takers = _named(names, moves, event, head, retired)
     for table, current in zip(event.tables, currents, strict=True):
         if table.version != current + 1:
-            floor = floors.get(table.table_id)
+            floor = _floor(takers, table.table_id)
             # A table id that takes a name goes on from the name's last version
             # (`producers.decide.rules.common.version_taking_name`); a log written
             # before that rule gave it its own next version, which the first test accepts.
@@ -271,24 +274,36 @@ def _named(
     event: Event,
     head: Draft,
     retired: Map[int, int],
-) -> tuple[Map[tuple[str, str], int], dict[int, int]]:
-    """`name_versions` after the event's name moves, and the floor of each id taking a name.
+) -> tuple[Map[tuple[str, str], int], list[Taker]]:
+    """`name_versions` after the event's name moves, and the ids that took a name.
 
     A table that leaves a name (or is displaced from it) leaves the version this
     event gives it (`tables`); the name keeps the highest it ever left. An id that
-    takes a name is at least one above the name's version at that point.
+    takes a name is at least one above the name's version at that point (`_floor`,
+    read only when a table's version jumps, not for every create).
     """
-    versions = {table.table_id: table.version for table in event.tables}
-    floors: dict[int, int] = {}
+    versions: dict[int, int] | None = None
+    takers: list[Taker] = []
     for key, left, took in moves:
-        name = _qualified_name(key)
         if left is not None:
+            name = _qualified_name(key)
+            if versions is None:
+                versions = {table.table_id: table.version for table in event.tables}
             version = versions.get(left) or table_version(head, retired, left)
             if version > names.get(name, 0):
                 names = names.set(name, version)
         if took is not None:
-            floors[took] = max(floors.get(took, 0), names.get(name, 0))
-    return names, floors
+            takers.append((took, key, names))
+    return names, takers
+
+
+def _floor(takers: list[Taker], table_id: int) -> int | None:
+    """The version `table_id` goes on from for the names it took (None: it took none)."""
+    floor = None
+    for took, key, names in takers:
+        if took == table_id:
+            floor = max(floor or 0, names.get(_qualified_name(key), 0))
+    return floor
 
 
 def _qualified_name(key: str) -> tuple[str, str]:
@@ -377,8 +392,8 @@ def _allocated(infos: list[TableInfoValue]) -> tuple[int, set[int]]:
     return highest, partition_ids
 
 
-_NO_FLOORS: dict[int, int] = {}
-"""`_named`'s floors when no name moved: one shared dict, never changed."""
+_NO_TAKERS: list[Taker] = []
+"""`_named`'s takers when no name moved: one shared list, never changed."""
 
 _NO_IDS: set[int] = set()
 """`_allocated`'s partition ids when there are none: one shared set, never changed."""
